@@ -1,0 +1,74 @@
+//! The sans-IO surface every protocol role implements.
+
+use crate::ids::{Addr, FlowId};
+use crate::time::Time;
+
+/// A datagram an endpoint wants sent.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Transmit {
+    /// Where it goes.
+    pub to: Addr,
+    /// The UDP payload (meshcast header and body). The driver adds nothing
+    /// to it; the simulator charges [`crate::IP_UDP_OVERHEAD`] bytes of IP/UDP
+    /// header on every link on top of `payload.len()`.
+    pub payload: Vec<u8>,
+}
+
+/// Something an endpoint reports to its driver: measurements the driver
+/// aggregates into reports, and (later) application-facing notifications.
+#[non_exhaustive]
+#[derive(Clone, PartialEq, Debug)]
+pub enum Event {
+    /// The endpoint, as the source of `flow`, handed a packet carrying
+    /// `payload_bytes` of application payload to the network.
+    FlowSent {
+        /// The flow.
+        flow: FlowId,
+        /// Application payload bytes in the packet (headers excluded).
+        payload_bytes: u32,
+    },
+    /// The endpoint, as a receiver of `flow`, got a packet carrying
+    /// `payload_bytes` of application payload that its source sent at
+    /// `sent_at` (on the source's clock).
+    FlowReceived {
+        /// The flow.
+        flow: FlowId,
+        /// Application payload bytes in the packet (headers excluded).
+        payload_bytes: u32,
+        /// When the source sent it.
+        sent_at: Time,
+    },
+}
+
+/// A protocol role as a sans-IO state machine.
+///
+/// See the crate documentation for the drain rule drivers follow.
+pub trait Endpoint {
+    /// A datagram from `from` arrived at time `now`.
+    fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]);
+
+    /// The deadline last returned by [`Endpoint::poll_timeout`] has been
+    /// reached (`now` is at or after it). Endpoints must tolerate spurious
+    /// calls: check which of their timers are due.
+    fn handle_timeout(&mut self, now: Time);
+
+    /// The next datagram to send, if any.
+    #[must_use]
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit>;
+
+    /// The earliest instant at which [`Endpoint::handle_timeout`] must be
+    /// called, if any.
+    #[must_use]
+    fn poll_timeout(&self) -> Option<Time>;
+
+    /// The next event to report, if any.
+    #[must_use]
+    fn poll_event(&mut self) -> Option<Event>;
+
+    /// The endpoint's node is leaving at `now`: it may queue last datagrams
+    /// (a goodbye) and events, which the driver drains once more before it
+    /// drops the endpoint. The default does nothing.
+    fn handle_close(&mut self, now: Time) {
+        let _ = now;
+    }
+}

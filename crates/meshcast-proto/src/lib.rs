@@ -1,0 +1,15 @@
+//! meshcast's wire format and its node roles as sans-IO state machines.
+//!
+//! Every role implements [`meshcast_core::Endpoint`]; see `meshcast-core`
+//! for the drain rule drivers follow. Roles so far:
+//!
+//! - [`traffic`]: cross-traffic generators (constant bit rate and on/off
+//!   with exponential or Pareto periods) and the sink that measures them.
+//!
+//! The wire format ([`wire`]) is one versioned binary format with explicit
+//! parse/emit; parsing never panics on input.
+
+pub mod traffic;
+pub mod wire;
+
+pub use meshcast_core as core;
