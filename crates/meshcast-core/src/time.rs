@@ -168,8 +168,14 @@ mod tests {
         assert_eq!(Time::from_secs_f64(1.5), Time::from_millis(1500));
         assert_eq!(Duration::from_secs_f64(-1.0), Duration::ZERO);
         assert_eq!(Duration::from_secs_f64(f64::NAN), Duration::ZERO);
-        assert_eq!(Time::from_millis(5) - Time::from_millis(2), Duration::from_millis(3));
-        assert_eq!(Time::from_millis(2).saturating_since(Time::from_millis(5)), Duration::ZERO);
+        assert_eq!(
+            Time::from_millis(5) - Time::from_millis(2),
+            Duration::from_millis(3)
+        );
+        assert_eq!(
+            Time::from_millis(2).saturating_since(Time::from_millis(5)),
+            Duration::ZERO
+        );
         assert_eq!(Time::MAX.saturating_add(Duration::from_secs(1)), Time::MAX);
     }
 }

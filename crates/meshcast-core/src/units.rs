@@ -70,7 +70,10 @@ mod tests {
         assert_eq!(r.transmit_time(1028), Some(Duration::from_nanos(82_240)));
         // 1028 bytes at 480 kbps = 17.1333... ms, rounded up.
         let r = Rate::from_kbps(480);
-        assert_eq!(r.transmit_time(1028), Some(Duration::from_nanos(17_133_334)));
+        assert_eq!(
+            r.transmit_time(1028),
+            Some(Duration::from_nanos(17_133_334))
+        );
         assert_eq!(Rate::ZERO.transmit_time(1), None);
         assert_eq!(Rate::from_kbps_f64(1.5), Rate::from_bps(1500));
         assert_eq!(Rate::from_kbps_f64(-3.0), Rate::ZERO);

@@ -15,10 +15,30 @@
 //! configured packet size is zero padding. The whole UDP payload, header
 //! included, is the flow's payload: a 1000-byte CBR packet counts 1000
 //! payload bytes.
+//!
+//! # Start phase
+//!
+//! The first packet leaves at `start + φ` with φ drawn uniformly from
+//! `[0, packet interval)` by the source's seeded generator. Strictly
+//! periodic sources that start in the same instant lock their phases at a
+//! drop-tail queue, and then the queue's tie-breaking, not their offered
+//! load, decides who gets through (the "phase effects" of Floyd & Jacobson,
+//! 1992). A random phase removes that artefact; [`SourceConfig::exact_phase`]
+//! turns it off for tests that need exact send times.
+//!
+//! Even with random phases, strictly periodic flows that overload a
+//! drop-tail queue do not share it in proportion to their offered loads:
+//! each departure frees one slot, the first arrival after it takes the
+//! slot, and the flow with the shorter gaps is first more often than its
+//! share (for two flows with intervals I₁ < I₂ the slower one wins about
+//! I₁ / 2I₂ of the slots). That is how a real drop-tail queue treats
+//! periodic sources. [`Pattern::Poisson`] gives the memoryless arrivals
+//! under which the proportional share holds.
 
 use crate::wire::{COMMON_HEADER_LEN, CommonHeader, PacketType, WireError, be_u32, be_u64};
 use meshcast_core::rng::{Rng, rng_from_seed};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
+use rand::RngExt as _;
 use rand_distr::{Distribution, Exp, Pareto};
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -55,7 +75,10 @@ impl TrafficHeader {
             });
         }
         if buf.len() < TRAFFIC_HEADER_LEN {
-            return Err(WireError::Truncated { needed: TRAFFIC_HEADER_LEN, got: buf.len() });
+            return Err(WireError::Truncated {
+                needed: TRAFFIC_HEADER_LEN,
+                got: buf.len(),
+            });
         }
         Ok(TrafficHeader {
             flow: FlowId(be_u32(buf, 4)),
@@ -70,7 +93,10 @@ impl TrafficHeader {
         let h: &mut [u8; TRAFFIC_HEADER_LEN] = out.first_chunk_mut()?;
         let (common, body) = h.split_at_mut(COMMON_HEADER_LEN);
         let common: &mut [u8; COMMON_HEADER_LEN] = common.try_into().ok()?;
-        CommonHeader { packet_type: PacketType::Traffic }.emit(common);
+        CommonHeader {
+            packet_type: PacketType::Traffic,
+        }
+        .emit(common);
         body[0..4].copy_from_slice(&self.flow.0.to_be_bytes());
         body[4..8].copy_from_slice(&self.seq.to_be_bytes());
         body[8..16].copy_from_slice(&self.sent_at.as_nanos().to_be_bytes());
@@ -96,6 +122,12 @@ pub enum PeriodDistribution {
 pub enum Pattern {
     /// A packet every `packet_bytes · 8 / rate`, from start to stop.
     Cbr,
+    /// Packets at `rate` on average with exponentially distributed gaps
+    /// (a Poisson process): the arrival model under which flows sharing a
+    /// full drop-tail queue get shares in proportion to their offered loads
+    /// (arrivals see time averages). Periodic flows do not: see the module
+    /// documentation.
+    Poisson,
     /// Alternating on periods (sending as [`Pattern::Cbr`]) and silent off
     /// periods, starting with an on period.
     OnOff {
@@ -125,8 +157,11 @@ pub struct SourceConfig {
     pub stop: Time,
     /// The sending pattern.
     pub pattern: Pattern,
-    /// Seed of the on/off period generator (unused by CBR).
+    /// Seed of the source's generator (start phase, on/off periods).
     pub seed: u64,
+    /// Send the first packet exactly at `start` rather than at a random
+    /// phase within the first packet interval.
+    pub exact_phase: bool,
 }
 
 /// Why a [`SourceConfig`] was rejected.
@@ -154,7 +189,6 @@ pub enum SourceConfigError {
 struct Periods {
     on: PeriodSampler,
     off: PeriodSampler,
-    rng: Rng,
 }
 
 #[derive(Debug)]
@@ -207,6 +241,10 @@ pub struct TrafficSource {
     next: Option<Time>,
     seq: u32,
     periods: Option<Periods>,
+    /// Gap distribution of a Poisson source.
+    poisson_gap: Option<Exp<f64>>,
+    last_sent: Option<Time>,
+    rng: Rng,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
 }
@@ -223,29 +261,53 @@ impl TrafficSource {
         if cfg.stop <= cfg.start {
             return Err(SourceConfigError::EmptyInterval);
         }
-        let mut periods = match cfg.pattern {
-            Pattern::Cbr => None,
-            Pattern::OnOff { mean_on, mean_off, distribution } => Some(Periods {
+        let periods = match cfg.pattern {
+            Pattern::Cbr | Pattern::Poisson => None,
+            Pattern::OnOff {
+                mean_on,
+                mean_off,
+                distribution,
+            } => Some(Periods {
                 on: PeriodSampler::new(mean_on, distribution)?,
                 off: PeriodSampler::new(mean_off, distribution)?,
-                rng: rng_from_seed(cfg.seed),
             }),
         };
-        let burst_end = match periods.as_mut() {
-            None => cfg.stop,
-            Some(p) => cfg.start.saturating_add(p.on.sample(&mut p.rng)).min(cfg.stop),
+        let mut rng = rng_from_seed(cfg.seed);
+        let interval_ns =
+            u128::from(cfg.packet_bytes) * 8 * 1_000_000_000 / u128::from(cfg.rate.as_bps());
+        let phase = if cfg.exact_phase || interval_ns == 0 {
+            Duration::ZERO
+        } else {
+            let ns = u64::try_from(interval_ns).unwrap_or(u64::MAX);
+            Duration::from_nanos(rng.random_range(0..ns))
         };
-        Ok(TrafficSource {
-            burst_start: cfg.start,
+        let first = cfg.start.saturating_add(phase);
+        let poisson_gap = match cfg.pattern {
+            Pattern::Poisson => {
+                Some(Exp::new(1e9 / interval_ns as f64).map_err(|_| SourceConfigError::ZeroRate)?)
+            }
+            _ => None,
+        };
+        let burst_end = match periods.as_ref() {
+            None => cfg.stop,
+            Some(p) => first.saturating_add(p.on.sample(&mut rng)).min(cfg.stop),
+        };
+        let mut src = TrafficSource {
+            burst_start: first,
             burst_end,
             burst_sent: 0,
-            next: Some(cfg.start),
+            next: None,
             seq: 0,
             periods,
+            poisson_gap,
+            last_sent: None,
+            rng,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             cfg,
-        })
+        };
+        src.schedule();
+        Ok(src)
     }
 
     /// Packets sent so far.
@@ -253,21 +315,37 @@ impl TrafficSource {
         self.seq
     }
 
-    /// The instant of the `k`-th packet of the current burst, computed from
-    /// the burst start so that rounding never accumulates.
-    fn send_time(&self, k: u64) -> Time {
+    /// The instant of the `k`-th packet of the current burst: periodic
+    /// times are computed from the burst start so that rounding never
+    /// accumulates; Poisson times add an exponential gap to the last one.
+    fn send_time(&mut self, k: u64) -> Time {
+        if k == 0 {
+            return self.burst_start;
+        }
+        if let Some(gap) = &self.poisson_gap {
+            let prev = self.last_sent.unwrap_or(self.burst_start);
+            return prev.saturating_add(Duration::from_secs_f64(gap.sample(&mut self.rng)));
+        }
         let bits = u128::from(k) * u128::from(self.cfg.packet_bytes) * 8;
         let ns = bits * 1_000_000_000 / u128::from(self.cfg.rate.as_bps());
-        self.burst_start.saturating_add(Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)))
+        self.burst_start
+            .saturating_add(Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)))
     }
 
     fn emit_packet(&mut self, at: Time) {
         let mut payload = vec![0u8; self.cfg.packet_bytes as usize];
-        let header = TrafficHeader { flow: self.cfg.flow, seq: self.seq, sent_at: at };
+        let header = TrafficHeader {
+            flow: self.cfg.flow,
+            seq: self.seq,
+            sent_at: at,
+        };
         // Cannot fail: packet_bytes >= TRAFFIC_HEADER_LEN was checked in `new`.
         let _ = header.emit(&mut payload);
         self.seq = self.seq.wrapping_add(1);
-        self.transmits.push_back(Transmit { to: self.cfg.to, payload });
+        self.transmits.push_back(Transmit {
+            to: self.cfg.to,
+            payload,
+        });
         self.events.push_back(Event::FlowSent {
             flow: self.cfg.flow,
             payload_bytes: self.cfg.packet_bytes,
@@ -283,16 +361,18 @@ impl TrafficSource {
                 return;
             }
             // The on period is over: draw an off period, then the next on.
-            let Some(p) = self.periods.as_mut() else {
+            let Some(p) = self.periods.as_ref() else {
                 self.next = None;
                 return;
             };
-            let on_start = self.burst_end.saturating_add(p.off.sample(&mut p.rng));
+            let on_start = self.burst_end.saturating_add(p.off.sample(&mut self.rng));
             if on_start >= self.cfg.stop {
                 self.next = None;
                 return;
             }
-            let on_end = on_start.saturating_add(p.on.sample(&mut p.rng)).min(self.cfg.stop);
+            let on_end = on_start
+                .saturating_add(p.on.sample(&mut self.rng))
+                .min(self.cfg.stop);
             self.burst_start = on_start;
             self.burst_end = on_end;
             self.burst_sent = 0;
@@ -312,6 +392,7 @@ impl Endpoint for TrafficSource {
             }
             if t < self.burst_end {
                 self.emit_packet(t);
+                self.last_sent = Some(t);
                 self.burst_sent += 1;
             }
             self.schedule();

@@ -12,6 +12,7 @@ fn cbr(rate_kbps: u64, bytes: u32, start_ms: u64, stop_ms: u64) -> SourceConfig 
         stop: Time::from_millis(stop_ms),
         pattern: Pattern::Cbr,
         seed: 1,
+        exact_phase: true,
     }
 }
 
@@ -43,6 +44,40 @@ fn cbr_spacing_is_exact() {
 }
 
 #[test]
+fn random_phase_stays_within_one_interval() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let mut c = cbr(500, 1000, 10_000, 10_100);
+        c.exact_phase = false;
+        c.seed = seed;
+        let times = run(&mut TrafficSource::new(c).unwrap());
+        let first = times[0];
+        assert!(first >= Time::from_millis(10_000) && first < Time::from_millis(10_016));
+        assert_eq!(times[1] - times[0], Duration::from_millis(16));
+        seen.insert(first);
+    }
+    assert!(seen.len() > 15);
+}
+
+#[test]
+fn poisson_keeps_the_mean_rate_with_exponential_gaps() {
+    let mut c = cbr(800, 1000, 0, 1_000_000);
+    c.pattern = Pattern::Poisson;
+    let times = run(&mut TrafficSource::new(c).unwrap());
+    // 100 packets/s for 1000 s.
+    let n = times.len() as f64;
+    assert!((n / 100_000.0 - 1.0).abs() < 0.01, "{n}");
+    // Exponential gaps: the coefficient of variation is 1.
+    let gaps: Vec<f64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+    assert!((var.sqrt() / mean - 1.0).abs() < 0.02);
+}
+
+#[test]
 fn config_is_checked() {
     assert_eq!(
         TrafficSource::new(cbr(0, 1000, 0, 1)).unwrap_err(),
@@ -62,14 +97,18 @@ fn config_is_checked() {
         mean_off: Duration::from_millis(1),
         distribution: PeriodDistribution::Pareto { shape: 1.0 },
     };
-    assert_eq!(TrafficSource::new(c).unwrap_err(), SourceConfigError::ParetoShape(1.0));
+    assert_eq!(
+        TrafficSource::new(c).unwrap_err(),
+        SourceConfigError::ParetoShape(1.0)
+    );
 }
 
 #[test]
 fn onoff_duty_cycle_matches_means() {
-    for distribution in
-        [PeriodDistribution::Exponential, PeriodDistribution::Pareto { shape: 2.5 }]
-    {
+    for distribution in [
+        PeriodDistribution::Exponential,
+        PeriodDistribution::Pareto { shape: 2.5 },
+    ] {
         let mut c = cbr(800, 1000, 0, 2_000_000);
         c.pattern = Pattern::OnOff {
             mean_on: Duration::from_millis(500),
@@ -88,9 +127,13 @@ fn onoff_duty_cycle_matches_means() {
 fn sink_reports_and_counts_garbage() {
     let mut sink = TrafficSink::new();
     let mut buf = vec![0u8; 100];
-    TrafficHeader { flow: FlowId(7), seq: 4, sent_at: Time::from_millis(3) }
-        .emit(&mut buf)
-        .unwrap();
+    TrafficHeader {
+        flow: FlowId(7),
+        seq: 4,
+        sent_at: Time::from_millis(3),
+    }
+    .emit(&mut buf)
+    .unwrap();
     let from = Addr::new(NodeId(0), 1);
     sink.handle_datagram(Time::from_millis(9), from, &buf);
     sink.handle_datagram(Time::from_millis(9), from, &buf[..10]);

@@ -77,9 +77,10 @@ pub struct CommonHeader {
 impl CommonHeader {
     /// Parse the common header at the start of `buf`.
     pub fn parse(buf: &[u8]) -> Result<CommonHeader, WireError> {
-        let h: &[u8; COMMON_HEADER_LEN] = buf
-            .first_chunk()
-            .ok_or(WireError::Truncated { needed: COMMON_HEADER_LEN, got: buf.len() })?;
+        let h: &[u8; COMMON_HEADER_LEN] = buf.first_chunk().ok_or(WireError::Truncated {
+            needed: COMMON_HEADER_LEN,
+            got: buf.len(),
+        })?;
         if h[0] != VERSION {
             return Err(WireError::Version(h[0]));
         }
@@ -118,15 +119,29 @@ mod tests {
 
     #[test]
     fn common_header_errors() {
-        assert_eq!(CommonHeader::parse(&[1, 1]), Err(WireError::Truncated { needed: 4, got: 2 }));
-        assert_eq!(CommonHeader::parse(&[2, 1, 0, 0]), Err(WireError::Version(2)));
-        assert_eq!(CommonHeader::parse(&[1, 99, 0, 0]), Err(WireError::UnknownType(99)));
+        assert_eq!(
+            CommonHeader::parse(&[1, 1]),
+            Err(WireError::Truncated { needed: 4, got: 2 })
+        );
+        assert_eq!(
+            CommonHeader::parse(&[2, 1, 0, 0]),
+            Err(WireError::Version(2))
+        );
+        assert_eq!(
+            CommonHeader::parse(&[1, 99, 0, 0]),
+            Err(WireError::UnknownType(99))
+        );
         assert_eq!(CommonHeader::parse(&[1, 1, 0, 1]), Err(WireError::Flags(1)));
         let mut out = [0u8; 4];
-        CommonHeader { packet_type: PacketType::Traffic }.emit(&mut out);
+        CommonHeader {
+            packet_type: PacketType::Traffic,
+        }
+        .emit(&mut out);
         assert_eq!(
             CommonHeader::parse(&out),
-            Ok(CommonHeader { packet_type: PacketType::Traffic })
+            Ok(CommonHeader {
+                packet_type: PacketType::Traffic
+            })
         );
     }
 }
