@@ -1,0 +1,7 @@
+//! The `meshcast` command's library: scenario files, `--set` overrides,
+//! building a simulation from a scenario, and the reports a run writes.
+
+pub mod build;
+pub mod overrides;
+pub mod report;
+pub mod scenario;

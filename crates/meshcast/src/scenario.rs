@@ -1,0 +1,791 @@
+//! Scenario files: TOML, unknown keys rejected, every error located.
+//!
+//! `docs/scenario-format.md` documents every field. Parsing happens in two
+//! steps: serde (with `deny_unknown_fields` and spans on every field) reads
+//! the text, then [`Scenario::from_raw`] checks meaning (known nodes, sane
+//! numbers, events inside the run) and reports the offending field's line.
+
+use crate::overrides::{self, Override};
+use meshcast_core::{Duration, Rate};
+use meshcast_proto::traffic::{MAX_PACKET_BYTES, PeriodDistribution, TRAFFIC_HEADER_LEN};
+use meshcast_sim::{LinkParams, NodeKind, QueueLimit};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// Default drop-tail limit when a link names neither `queue_packets` nor
+/// `queue_bytes`.
+pub const DEFAULT_QUEUE_PACKETS: u32 = 100;
+
+/// A scenario that cannot be used, located in its file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ScenarioError {
+    /// The file.
+    pub file: String,
+    /// 1-based line (0 when the error is not tied to a place in the file).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The field (dotted path such as `link[2].capacity_kbps`) or `-`.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+    /// The `--set` override that put the offending value there, if any.
+    pub set_by: Option<String>,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}: {}",
+            self.file, self.line, self.column, self.field, self.message
+        )?;
+        if let Some(s) = &self.set_by {
+            write!(f, " (value from --set {s})")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Spanned<String>,
+    description: Option<String>,
+    duration_s: Spanned<f64>,
+    seed: Option<Spanned<i64>>,
+    #[serde(default)]
+    node: Vec<Spanned<RawNode>>,
+    #[serde(default)]
+    link: Vec<Spanned<RawLink>>,
+    #[serde(default)]
+    event: Vec<Spanned<RawEvent>>,
+    report: Option<RawReport>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    id: Spanned<String>,
+    kind: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    from: Spanned<String>,
+    to: Spanned<String>,
+    capacity_kbps: Spanned<f64>,
+    delay_ms: Option<Spanned<f64>>,
+    queue_packets: Option<Spanned<i64>>,
+    queue_bytes: Option<Spanned<i64>>,
+    loss: Option<Spanned<f64>>,
+    both_ways: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvent {
+    at_s: Spanned<f64>,
+    kind: Spanned<String>,
+    id: Option<Spanned<String>>,
+    from: Option<Spanned<String>>,
+    to: Option<Spanned<String>>,
+    node: Option<Spanned<String>>,
+    rate_kbps: Option<Spanned<f64>>,
+    packet_bytes: Option<Spanned<i64>>,
+    until_s: Option<Spanned<f64>>,
+    capacity_kbps: Option<Spanned<f64>>,
+    spacing: Option<Spanned<String>>,
+    on_ms: Option<Spanned<f64>>,
+    off_ms: Option<Spanned<f64>>,
+    distribution: Option<Spanned<String>>,
+    pareto_shape: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReport {
+    #[serde(default)]
+    window: Vec<Spanned<RawWindow>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWindow {
+    from_s: Spanned<f64>,
+    to_s: Spanned<f64>,
+}
+
+/// A node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeDecl {
+    /// Its id (name).
+    pub id: String,
+    /// Host or router.
+    pub kind: NodeKind,
+}
+
+/// A link, as declared (one entry even when it runs both ways).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkDecl {
+    /// One end.
+    pub from: String,
+    /// The other end.
+    pub to: String,
+    /// Parameters of each direction.
+    pub params: LinkParams,
+    /// Whether the link also exists from `to` to `from`.
+    pub both_ways: bool,
+}
+
+/// How a traffic event sends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TrafficShape {
+    /// Strictly periodic packets.
+    Periodic,
+    /// Exponential gaps.
+    Poisson,
+    /// On/off bursts.
+    OnOff {
+        /// Mean on period.
+        on: Duration,
+        /// Mean off period.
+        off: Duration,
+        /// Period distribution.
+        distribution: PeriodDistribution,
+    },
+}
+
+/// What an event does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventKind {
+    /// A cross-traffic flow (`cbr` or `onoff`).
+    Traffic {
+        /// Flow id in reports.
+        id: String,
+        /// Source node.
+        from: String,
+        /// Destination node.
+        to: String,
+        /// Rate (while on).
+        rate: Rate,
+        /// UDP payload bytes per packet.
+        packet_bytes: u32,
+        /// Stop time, seconds.
+        until_s: f64,
+        /// Sending pattern.
+        shape: TrafficShape,
+    },
+    /// Link (both directions if declared both ways) goes down.
+    LinkDown {
+        /// One end as in the link's declaration.
+        from: String,
+        /// The other end.
+        to: String,
+    },
+    /// Link comes back up.
+    LinkUp {
+        /// One end.
+        from: String,
+        /// The other end.
+        to: String,
+    },
+    /// Link capacity changes.
+    Capacity {
+        /// One end.
+        from: String,
+        /// The other end.
+        to: String,
+        /// New capacity.
+        rate: Rate,
+    },
+    /// A node joins.
+    Join {
+        /// The node.
+        node: String,
+    },
+    /// A node leaves.
+    Leave {
+        /// The node.
+        node: String,
+    },
+}
+
+/// A timed event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventDecl {
+    /// When, seconds from the start.
+    pub at_s: f64,
+    /// What.
+    pub kind: EventKind,
+}
+
+/// A checked scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Its name (default output directory `out/<name>/`).
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Length of the run, seconds.
+    pub duration_s: f64,
+    /// Run seed.
+    pub seed: u64,
+    /// Nodes in declaration order.
+    pub nodes: Vec<NodeDecl>,
+    /// Links in declaration order.
+    pub links: Vec<LinkDecl>,
+    /// Events in declaration order.
+    pub events: Vec<EventDecl>,
+    /// Report windows `[from_s, to_s)`, whole seconds.
+    pub windows: Vec<(u64, u64)>,
+}
+
+/// Maps byte offsets of the (possibly overridden) text to places in the
+/// file, and names the `--set` that produced a line.
+struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+    /// For each line of `text` (0-based): the 1-based line of the file, or
+    /// the override that wrote it.
+    lines: Vec<Result<usize, String>>,
+}
+
+impl Locator<'_> {
+    fn err(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> ScenarioError {
+        let before = &self.text[..span.start.min(self.text.len())];
+        let line0 = before.matches('\n').count();
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        let (line, set_by) = match self.lines.get(line0) {
+            Some(Ok(l)) => (*l, None),
+            Some(Err(set)) => (0, Some(set.clone())),
+            None => (line0 + 1, None),
+        };
+        ScenarioError {
+            file: self.file.to_owned(),
+            line,
+            column: if set_by.is_some() { 0 } else { column },
+            field: field.to_owned(),
+            message: message.into(),
+            set_by,
+        }
+    }
+
+    /// The key written on the line holding `span` (for serde's messages,
+    /// which do not name the field).
+    fn key_at(&self, span: Range<usize>) -> String {
+        let start = self.text[..span.start.min(self.text.len())]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        let line = self.text[start..].lines().next().unwrap_or("");
+        match line.split_once('=') {
+            Some((k, _)) => k.trim().to_owned(),
+            None => line.trim().to_owned(),
+        }
+    }
+}
+
+impl Scenario {
+    /// Read and check the scenario in `path`, with `sets` applied.
+    pub fn load(path: &Path, sets: &[Override]) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: 0,
+            column: 0,
+            field: "-".into(),
+            message: format!("cannot read: {e}"),
+            set_by: None,
+        })?;
+        Scenario::parse(&file, &text, sets)
+    }
+
+    /// Check the scenario `text` (from `file`, for messages) with `sets`
+    /// applied.
+    pub fn parse(file: &str, text: &str, sets: &[Override]) -> Result<Scenario, ScenarioError> {
+        let (text, lines) = if sets.is_empty() {
+            (
+                text.to_owned(),
+                (1..=text.lines().count()).map(Ok).collect(),
+            )
+        } else {
+            overrides::apply(file, text, sets)?
+        };
+        let loc = Locator {
+            file,
+            text: &text,
+            lines,
+        };
+        let raw: RawScenario = toml::from_str(&text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            let field = loc.key_at(span.clone());
+            loc.err(span, &field, e.message().trim())
+        })?;
+        Scenario::from_raw(raw, &loc)
+    }
+
+    fn from_raw(raw: RawScenario, loc: &Locator<'_>) -> Result<Scenario, ScenarioError> {
+        let name = raw.name.get_ref().trim().to_owned();
+        let valid_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !name.starts_with('.');
+        if !valid_name {
+            return Err(loc.err(
+                raw.name.span(),
+                "name",
+                "must be non-empty letters, digits, '-', '_' or '.' (it names the output directory)",
+            ));
+        }
+        let duration_s = *raw.duration_s.get_ref();
+        if !(duration_s.is_finite() && duration_s > 0.0) {
+            return Err(loc.err(
+                raw.duration_s.span(),
+                "duration_s",
+                "must be a positive number",
+            ));
+        }
+        let seed = match raw.seed {
+            None => 1,
+            Some(s) => u64::try_from(*s.get_ref())
+                .map_err(|_| loc.err(s.span(), "seed", "must be a non-negative integer"))?,
+        };
+
+        let mut kinds: HashMap<String, NodeKind> = HashMap::new();
+        let mut nodes = Vec::new();
+        for (i, n) in raw.node.iter().enumerate() {
+            let n = n.get_ref();
+            let f = |k: &str| format!("node[{i}].{k}");
+            let id = n.id.get_ref().trim().to_owned();
+            if id.is_empty() {
+                return Err(loc.err(n.id.span(), &f("id"), "must not be empty"));
+            }
+            let kind = match n.kind.get_ref().as_str() {
+                "host" => NodeKind::Host,
+                "router" => NodeKind::Router,
+                other => {
+                    return Err(loc.err(
+                        n.kind.span(),
+                        &f("kind"),
+                        format!("unknown node kind {other:?} (expected \"host\" or \"router\")"),
+                    ));
+                }
+            };
+            if kinds.insert(id.clone(), kind).is_some() {
+                return Err(loc.err(n.id.span(), &f("id"), format!("duplicate node id {id:?}")));
+            }
+            nodes.push(NodeDecl { id, kind });
+        }
+        let node_ref = |s: &Spanned<String>, field: &str| -> Result<String, ScenarioError> {
+            let id = s.get_ref().trim();
+            if kinds.contains_key(id) {
+                Ok(id.to_owned())
+            } else {
+                Err(loc.err(s.span(), field, format!("unknown node {id:?}")))
+            }
+        };
+
+        // Directed pairs that exist, to check link events and duplicates.
+        let mut directed: BTreeMap<(String, String), usize> = BTreeMap::new();
+        let mut links = Vec::new();
+        for (i, l) in raw.link.iter().enumerate() {
+            let l = l.get_ref();
+            let f = |k: &str| format!("link[{i}].{k}");
+            let from = node_ref(&l.from, &f("from"))?;
+            let to = node_ref(&l.to, &f("to"))?;
+            if from == to {
+                return Err(loc.err(
+                    l.to.span(),
+                    &f("to"),
+                    format!("link from {from:?} to itself"),
+                ));
+            }
+            let cap = *l.capacity_kbps.get_ref();
+            if !(cap.is_finite() && cap > 0.0) {
+                return Err(loc.err(
+                    l.capacity_kbps.span(),
+                    &f("capacity_kbps"),
+                    "must be a positive number",
+                ));
+            }
+            let delay_ms = match &l.delay_ms {
+                None => 0.0,
+                Some(d) if d.get_ref().is_finite() && *d.get_ref() >= 0.0 => *d.get_ref(),
+                Some(d) => {
+                    return Err(loc.err(d.span(), &f("delay_ms"), "must be a number >= 0"));
+                }
+            };
+            let loss = match &l.loss {
+                None => 0.0,
+                Some(p) if (0.0..=1.0).contains(p.get_ref()) => *p.get_ref(),
+                Some(p) => return Err(loc.err(p.span(), &f("loss"), "must be within 0..=1")),
+            };
+            let qp = match &l.queue_packets {
+                None => None,
+                Some(q) => Some(u32::try_from(*q.get_ref()).map_err(|_| {
+                    loc.err(q.span(), &f("queue_packets"), "must be an integer >= 0")
+                })?),
+            };
+            let qb = match &l.queue_bytes {
+                None => None,
+                Some(q) => Some(u64::try_from(*q.get_ref()).map_err(|_| {
+                    loc.err(q.span(), &f("queue_bytes"), "must be an integer >= 0")
+                })?),
+            };
+            let queue = match (qp, qb) {
+                (None, None) => QueueLimit {
+                    packets: Some(DEFAULT_QUEUE_PACKETS),
+                    bytes: None,
+                },
+                (packets, bytes) => QueueLimit { packets, bytes },
+            };
+            let both_ways = l.both_ways.unwrap_or(true);
+            let mut pairs = vec![(from.clone(), to.clone())];
+            if both_ways {
+                pairs.push((to.clone(), from.clone()));
+            }
+            for p in pairs {
+                if let Some(j) = directed.insert(p.clone(), i) {
+                    return Err(loc.err(
+                        l.to.span(),
+                        &f("to"),
+                        format!("link {} -> {} already declared by link[{j}]", p.0, p.1),
+                    ));
+                }
+            }
+            links.push(LinkDecl {
+                from,
+                to,
+                params: LinkParams {
+                    capacity: Rate::from_kbps_f64(cap),
+                    delay: Duration::from_secs_f64(delay_ms / 1e3),
+                    queue,
+                    loss,
+                },
+                both_ways,
+            });
+        }
+
+        let mut events = Vec::new();
+        let mut flow_ids: HashMap<String, usize> = HashMap::new();
+        for (i, e) in raw.event.iter().enumerate() {
+            let kind = e.get_ref().kind.get_ref().clone();
+            let ev = parse_event(i, e, duration_s, loc, &node_ref, &directed, &mut flow_ids)?;
+            debug_assert!(!kind.is_empty());
+            events.push(ev);
+        }
+
+        let mut windows = Vec::new();
+        for (i, w) in raw.report.iter().flat_map(|r| r.window.iter()).enumerate() {
+            let w = w.get_ref();
+            let f = |k: &str| format!("report.window[{i}].{k}");
+            let whole = |s: &Spanned<f64>, k: &str| -> Result<u64, ScenarioError> {
+                let v = *s.get_ref();
+                if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= duration_s.ceil() {
+                    Ok(v as u64)
+                } else {
+                    Err(loc.err(
+                        s.span(),
+                        &f(k),
+                        format!(
+                            "must be a whole number of seconds within the run (0..={duration_s})"
+                        ),
+                    ))
+                }
+            };
+            let (a, b) = (whole(&w.from_s, "from_s")?, whole(&w.to_s, "to_s")?);
+            if b <= a {
+                return Err(loc.err(w.to_s.span(), &f("to_s"), "must be greater than from_s"));
+            }
+            windows.push((a, b));
+        }
+
+        Ok(Scenario {
+            name,
+            description: raw.description,
+            duration_s,
+            seed,
+            nodes,
+            links,
+            events,
+            windows,
+        })
+    }
+}
+
+const TRAFFIC_FIELDS: &[&str] = &["id", "from", "to", "rate_kbps", "packet_bytes", "until_s"];
+
+#[allow(clippy::too_many_arguments)]
+fn parse_event(
+    i: usize,
+    e: &Spanned<RawEvent>,
+    duration_s: f64,
+    loc: &Locator<'_>,
+    node_ref: &dyn Fn(&Spanned<String>, &str) -> Result<String, ScenarioError>,
+    directed: &BTreeMap<(String, String), usize>,
+    flow_ids: &mut HashMap<String, usize>,
+) -> Result<EventDecl, ScenarioError> {
+    let ev = e.get_ref();
+    let f = |k: &str| format!("event[{i}].{k}");
+    let at_s = *ev.at_s.get_ref();
+    if !(at_s.is_finite() && (0.0..duration_s).contains(&at_s)) {
+        return Err(loc.err(
+            ev.at_s.span(),
+            &f("at_s"),
+            format!("event outside the run: at_s must be within [0, {duration_s})"),
+        ));
+    }
+    let kind = ev.kind.get_ref().as_str();
+    // Which optional fields each kind takes.
+    let allowed: Vec<&str> = match kind {
+        "cbr" => [TRAFFIC_FIELDS, &["spacing"]].concat(),
+        "onoff" => [
+            TRAFFIC_FIELDS,
+            &["on_ms", "off_ms", "distribution", "pareto_shape"],
+        ]
+        .concat(),
+        "link_down" | "link_up" => vec!["from", "to"],
+        "capacity" => vec!["from", "to", "capacity_kbps"],
+        "join" | "leave" => vec!["node"],
+        other => {
+            return Err(loc.err(
+                ev.kind.span(),
+                &f("kind"),
+                format!(
+                    "unknown event kind {other:?} (expected cbr, onoff, link_down, link_up, \
+                     capacity, join or leave)"
+                ),
+            ));
+        }
+    };
+    let present: [(&str, Option<Range<usize>>); 13] = [
+        ("id", ev.id.as_ref().map(Spanned::span)),
+        ("from", ev.from.as_ref().map(Spanned::span)),
+        ("to", ev.to.as_ref().map(Spanned::span)),
+        ("node", ev.node.as_ref().map(Spanned::span)),
+        ("rate_kbps", ev.rate_kbps.as_ref().map(Spanned::span)),
+        ("packet_bytes", ev.packet_bytes.as_ref().map(Spanned::span)),
+        ("until_s", ev.until_s.as_ref().map(Spanned::span)),
+        (
+            "capacity_kbps",
+            ev.capacity_kbps.as_ref().map(Spanned::span),
+        ),
+        ("spacing", ev.spacing.as_ref().map(Spanned::span)),
+        ("on_ms", ev.on_ms.as_ref().map(Spanned::span)),
+        ("off_ms", ev.off_ms.as_ref().map(Spanned::span)),
+        ("distribution", ev.distribution.as_ref().map(Spanned::span)),
+        ("pareto_shape", ev.pareto_shape.as_ref().map(Spanned::span)),
+    ];
+    for (name, span) in &present {
+        if let Some(span) = span
+            && !allowed.contains(name)
+        {
+            return Err(loc.err(
+                span.clone(),
+                &f(name),
+                format!("field {name:?} does not apply to events of kind {kind:?}"),
+            ));
+        }
+    }
+    let required = |v: &Option<Spanned<String>>, k: &str| -> Result<String, ScenarioError> {
+        match v {
+            Some(s) => node_ref(s, &f(k)),
+            None => Err(loc.err(
+                e.span(),
+                &f(k),
+                format!("missing field {k:?} for kind {kind:?}"),
+            )),
+        }
+    };
+    let positive = |v: &Option<Spanned<f64>>, k: &str| -> Result<f64, ScenarioError> {
+        match v {
+            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(*s.get_ref()),
+            Some(s) => Err(loc.err(s.span(), &f(k), "must be a positive number")),
+            None => Err(loc.err(
+                e.span(),
+                &f(k),
+                format!("missing field {k:?} for kind {kind:?}"),
+            )),
+        }
+    };
+    let link_ends = |from: &str, to: &str| -> Result<(), ScenarioError> {
+        if directed.contains_key(&(from.to_owned(), to.to_owned())) {
+            Ok(())
+        } else {
+            let span = ev.to.as_ref().map_or(e.span(), Spanned::span);
+            Err(loc.err(span, &f("to"), format!("no link {from} -> {to}")))
+        }
+    };
+    let kind = match kind {
+        "cbr" | "onoff" => {
+            let from = required(&ev.from, "from")?;
+            let to = required(&ev.to, "to")?;
+            if from == to {
+                return Err(loc.err(
+                    ev.to.as_ref().map_or(e.span(), Spanned::span),
+                    &f("to"),
+                    "traffic from a node to itself",
+                ));
+            }
+            let rate = positive(&ev.rate_kbps, "rate_kbps")?;
+            let packet_bytes = match &ev.packet_bytes {
+                None => 1000,
+                Some(p) => u32::try_from(*p.get_ref())
+                    .ok()
+                    .filter(|b| (TRAFFIC_HEADER_LEN as u32..=MAX_PACKET_BYTES).contains(b))
+                    .ok_or_else(|| {
+                        loc.err(
+                            p.span(),
+                            &f("packet_bytes"),
+                            format!("must be within {TRAFFIC_HEADER_LEN}..={MAX_PACKET_BYTES}"),
+                        )
+                    })?,
+            };
+            let until_s = match &ev.until_s {
+                None => duration_s,
+                Some(u) => {
+                    let v = *u.get_ref();
+                    if !(v.is_finite() && v > at_s && v <= duration_s) {
+                        return Err(loc.err(
+                            u.span(),
+                            &f("until_s"),
+                            format!("must be after at_s and within the run (<= {duration_s})"),
+                        ));
+                    }
+                    v
+                }
+            };
+            let shape = if ev.kind.get_ref() == "cbr" {
+                match ev
+                    .spacing
+                    .as_ref()
+                    .map(|s| (s.get_ref().as_str(), s.span()))
+                {
+                    None | Some(("periodic", _)) => TrafficShape::Periodic,
+                    Some(("poisson", _)) => TrafficShape::Poisson,
+                    Some((other, span)) => {
+                        return Err(loc.err(
+                            span,
+                            &f("spacing"),
+                            format!("unknown spacing {other:?} (expected periodic or poisson)"),
+                        ));
+                    }
+                }
+            } else {
+                let on = positive(&ev.on_ms, "on_ms")?;
+                let off = positive(&ev.off_ms, "off_ms")?;
+                let distribution = match ev
+                    .distribution
+                    .as_ref()
+                    .map(|s| (s.get_ref().as_str(), s.span()))
+                {
+                    None | Some(("exponential", _)) => PeriodDistribution::Exponential,
+                    Some(("pareto", _)) => {
+                        let shape = match &ev.pareto_shape {
+                            None => 1.5,
+                            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 1.0 => {
+                                *s.get_ref()
+                            }
+                            Some(s) => {
+                                return Err(loc.err(
+                                    s.span(),
+                                    &f("pareto_shape"),
+                                    "must be greater than 1 (the mean must exist)",
+                                ));
+                            }
+                        };
+                        PeriodDistribution::Pareto { shape }
+                    }
+                    Some((other, span)) => {
+                        return Err(loc.err(
+                            span,
+                            &f("distribution"),
+                            format!(
+                                "unknown distribution {other:?} (expected exponential or pareto)"
+                            ),
+                        ));
+                    }
+                };
+                if ev.pareto_shape.is_some()
+                    && !matches!(distribution, PeriodDistribution::Pareto { .. })
+                {
+                    let s = ev.pareto_shape.as_ref().map_or(e.span(), Spanned::span);
+                    return Err(loc.err(
+                        s,
+                        &f("pareto_shape"),
+                        "applies only with distribution = \"pareto\"",
+                    ));
+                }
+                TrafficShape::OnOff {
+                    on: Duration::from_secs_f64(on / 1e3),
+                    off: Duration::from_secs_f64(off / 1e3),
+                    distribution,
+                }
+            };
+            let id = match &ev.id {
+                Some(s) if !s.get_ref().trim().is_empty() => s.get_ref().trim().to_owned(),
+                Some(s) => return Err(loc.err(s.span(), &f("id"), "must not be empty")),
+                None => {
+                    let base = format!("{}:{from}->{to}", ev.kind.get_ref());
+                    let mut id = base.clone();
+                    let mut k = 2;
+                    while flow_ids.contains_key(&id) {
+                        id = format!("{base}#{k}");
+                        k += 1;
+                    }
+                    id
+                }
+            };
+            if let Some(j) = flow_ids.insert(id.clone(), i) {
+                let span = ev.id.as_ref().map_or(e.span(), Spanned::span);
+                return Err(loc.err(
+                    span,
+                    &f("id"),
+                    format!("flow id {id:?} already used by event[{j}]"),
+                ));
+            }
+            EventKind::Traffic {
+                id,
+                from,
+                to,
+                rate: Rate::from_kbps_f64(rate),
+                packet_bytes,
+                until_s,
+                shape,
+            }
+        }
+        "link_down" | "link_up" | "capacity" => {
+            let from = required(&ev.from, "from")?;
+            let to = required(&ev.to, "to")?;
+            link_ends(&from, &to)?;
+            match kind {
+                "link_down" => EventKind::LinkDown { from, to },
+                "link_up" => EventKind::LinkUp { from, to },
+                _ => EventKind::Capacity {
+                    rate: Rate::from_kbps_f64(positive(&ev.capacity_kbps, "capacity_kbps")?),
+                    from,
+                    to,
+                },
+            }
+        }
+        _ => {
+            let node = required(&ev.node, "node")?;
+            if kind == "join" {
+                EventKind::Join { node }
+            } else {
+                EventKind::Leave { node }
+            }
+        }
+    };
+    Ok(EventDecl { at_s, kind })
+}
+
+#[cfg(test)]
+#[path = "scenario_tests.rs"]
+mod tests;
