@@ -1,1 +1,135 @@
-fn main() {}
+//! The `meshcast` command.
+//!
+//! `meshcast run SCENARIO` runs a scenario in the deterministic simulator
+//! and writes its report. Exit status: 0 on success, 2 for bad input (a
+//! scenario or option that cannot be used; nothing is written), 1 when the
+//! run could not write its outputs.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use meshcast::build::{build, end_of};
+use meshcast::overrides::Override;
+use meshcast::report::{Summary, results_table, write_all};
+use meshcast::scenario::Scenario;
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "meshcast",
+    version,
+    about = "Live media among many parties over an overlay"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario in the simulator and write its report.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The scenario file (TOML; docs/scenario-format.md).
+    scenario: PathBuf,
+    /// Where to write the report [default: out/<scenario name>/].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Run with this seed instead of the scenario's.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Override a scenario value, e.g. `--set link[0].capacity_kbps=500`
+    /// (repeatable; applied in order).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<Override>,
+    /// Print summary.json to stdout instead of the results table (no
+    /// progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// A failure and the exit status it earns.
+struct Failure {
+    status: u8,
+    error: anyhow::Error,
+}
+
+fn bad_input(e: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        status: 2,
+        error: e.into(),
+    }
+}
+
+fn run(args: RunArgs) -> Result<(), Failure> {
+    let mut sc = Scenario::load(&args.scenario, &args.sets).map_err(bad_input)?;
+    if let Some(seed) = args.seed {
+        sc.seed = seed;
+    }
+    let mut sim = build(&sc)
+        .with_context(|| format!("{}: cannot build the scenario", args.scenario.display()))
+        .map_err(bad_input)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
+
+    let end = end_of(&sc);
+    let bar = if !args.json && std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(end.as_nanos().div_ceil(1_000_000_000));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {msg} [{bar:40}] {pos}/{len} s simulated ({elapsed}, eta {eta})",
+            )
+            .map_err(|e| Failure {
+                status: 1,
+                error: e.into(),
+            })?
+            .progress_chars("=> "),
+        );
+        bar.set_message(sc.name.clone());
+        Some(bar)
+    } else {
+        None
+    };
+    let start = Instant::now();
+    sim.run_until(end, &mut |t| {
+        if let Some(b) = &bar {
+            b.set_position(t.as_nanos() / 1_000_000_000);
+        }
+    });
+    let wall_s = start.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let stats = sim.into_stats();
+    let summary = Summary::new(&sc, &stats, wall_s);
+    write_all(&out, &summary, &stats).map_err(|error| Failure { status: 1, error })?;
+    if args.json {
+        print!("{}", summary.to_json());
+    } else {
+        print!("{}", results_table(&summary));
+        println!("report written to {}", out.join("report.html").display());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("error: {:#}", f.error);
+            ExitCode::from(f.status)
+        }
+    }
+}

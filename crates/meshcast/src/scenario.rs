@@ -519,6 +519,9 @@ impl Scenario {
     }
 }
 
+/// Resolves a node name field to a declared node id.
+type NodeRef<'a> = dyn Fn(&Spanned<String>, &str) -> Result<String, ScenarioError> + 'a;
+
 const TRAFFIC_FIELDS: &[&str] = &["id", "from", "to", "rate_kbps", "packet_bytes", "until_s"];
 
 #[allow(clippy::too_many_arguments)]
@@ -527,7 +530,7 @@ fn parse_event(
     e: &Spanned<RawEvent>,
     duration_s: f64,
     loc: &Locator<'_>,
-    node_ref: &dyn Fn(&Spanned<String>, &str) -> Result<String, ScenarioError>,
+    node_ref: &NodeRef<'_>,
     directed: &BTreeMap<(String, String), usize>,
     flow_ids: &mut HashMap<String, usize>,
 ) -> Result<EventDecl, ScenarioError> {

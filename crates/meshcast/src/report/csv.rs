@@ -1,0 +1,63 @@
+//! `series.csv`: every per-second figure in long ("tidy") form,
+//! `t_s,entity,id,metric,value`, ready for pandas, R or a spreadsheet.
+//! An empty value means "not defined" (no packet received or sent).
+//! Links that never carried or dropped a packet are left out.
+
+use super::{Summary, seconds};
+use meshcast_sim::RunStats;
+use std::fmt::Write as _;
+
+/// Quote a field if it needs it (RFC 4180).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// The text of `series.csv`.
+pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
+    let mut out = String::from("t_s,entity,id,metric,value\n");
+    for f in &summary.flows {
+        let id = field(&f.id);
+        for s in &f.series {
+            let p = &s.fig;
+            for (m, v) in [
+                ("send_kbps", Some(p.send_kbps)),
+                ("recv_kbps_min", Some(p.recv_kbps_min)),
+                ("delay_ms_mean", p.delay_ms_mean),
+                ("delay_ms_p95", p.delay_ms_p95),
+                ("loss", p.loss),
+            ] {
+                let _ = writeln!(out, "{},flow,{id},{m},{}", s.t_s, num(v));
+            }
+        }
+    }
+    for (l, ls) in stats.links.iter().zip(&summary.links) {
+        let t = &ls.total;
+        if t.tx_kbps == 0.0 && t.drops_queue + t.drops_loss + t.drops_down == 0 {
+            continue;
+        }
+        let id = field(&ls.id);
+        for s in 0..seconds(stats) {
+            let p = l.figures(s, s + 1, stats.end);
+            for (m, v) in [
+                ("utilisation", p.utilisation),
+                ("tx_kbps", p.tx_kbps),
+                ("queue_pkts_mean", p.queue_pkts_mean),
+                ("queue_pkts_max", f64::from(p.queue_pkts_max)),
+                ("drops_queue", p.drops_queue as f64),
+                ("drops_loss", p.drops_loss as f64),
+                ("drops_down", p.drops_down as f64),
+            ] {
+                let _ = writeln!(out, "{s},link,{id},{m},{}", super::r(v, 6));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,370 @@
+//! What a run writes: `summary.json` (schema in docs/report-format.md),
+//! `series.csv`, `plots/*.{png,svg}` and `report.html`, plus the results
+//! table printed at the end.
+
+mod csv;
+mod html;
+mod plot;
+mod table;
+
+use crate::scenario::Scenario;
+use meshcast_core::metrics::{FlowFigures, FlowRecord};
+use meshcast_sim::{LinkFigures, LinkRecord, RunStats};
+use serde::Serialize;
+use std::path::Path;
+
+pub use table::results_table;
+
+/// Version of the `summary.json` schema; bumped only when a field changes
+/// meaning (fields are added freely, never renamed or removed).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `summary.json`.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Schema version.
+    pub schema_version: u32,
+    /// Scenario name.
+    pub name: String,
+    /// Scenario description.
+    pub description: Option<String>,
+    /// Run seed.
+    pub seed: u64,
+    /// Simulated seconds.
+    pub duration_s: f64,
+    /// Wall-clock seconds the simulation took (the only field that differs
+    /// between two runs of the same scenario and seed).
+    pub wall_s: f64,
+    /// Events the simulator processed.
+    pub events_processed: u64,
+    /// The report windows.
+    pub windows: Vec<Window>,
+    /// Every measured flow.
+    pub flows: Vec<FlowSummary>,
+    /// Every link direction.
+    pub links: Vec<LinkSummary>,
+    /// Run-wide packet counts.
+    pub packets: PacketTotals,
+    /// Joins and leaves.
+    pub membership: Vec<MembershipEntry>,
+}
+
+/// A report window.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Start, seconds (inclusive).
+    pub from_s: u64,
+    /// End, seconds (exclusive).
+    pub to_s: u64,
+}
+
+/// A flow's figures at one point of its series or over a window.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct FlowPoint {
+    /// Payload kbit/s sent by the source.
+    pub send_kbps: f64,
+    /// Lowest payload goodput over the receivers, kbit/s.
+    pub recv_kbps_min: f64,
+    /// Mean one-way delay, ms (null: nothing received).
+    pub delay_ms_mean: Option<f64>,
+    /// 95th-percentile one-way delay, ms (null: nothing received).
+    pub delay_ms_p95: Option<f64>,
+    /// Highest loss fraction over the receivers (null: nothing sent).
+    pub loss: Option<f64>,
+}
+
+/// One second of a flow's series.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct FlowSample {
+    /// Start of the second.
+    pub t_s: u64,
+    /// The figures over `[t_s, t_s + 1)`.
+    #[serde(flatten)]
+    pub fig: FlowPoint,
+}
+
+/// A flow's figures over a report window.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct FlowWindow {
+    /// Window start.
+    pub from_s: u64,
+    /// Window end.
+    pub to_s: u64,
+    /// The figures.
+    #[serde(flatten)]
+    pub fig: FlowPoint,
+}
+
+/// A flow.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct FlowSummary {
+    /// Its id.
+    pub id: String,
+    /// `cbr`, `onoff`, ...
+    pub kind: String,
+    /// Source node.
+    pub source: String,
+    /// Receiver nodes.
+    pub receivers: Vec<String>,
+    /// Figures over the whole run.
+    pub total: FlowPoint,
+    /// One entry per second.
+    pub series: Vec<FlowSample>,
+    /// One entry per report window.
+    pub windows: Vec<FlowWindow>,
+}
+
+/// A link direction's figures over a window or the run.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct LinkPoint {
+    /// Wire bits sent / capacity while up.
+    pub utilisation: f64,
+    /// Wire kbit/s sent (payload + 28 bytes IP/UDP per packet).
+    pub tx_kbps: f64,
+    /// Time-average waiting queue, packets.
+    pub queue_pkts_mean: f64,
+    /// Longest waiting queue, packets.
+    pub queue_pkts_max: u32,
+    /// Drop-tail drops.
+    pub drops_queue: u64,
+    /// Random-loss drops.
+    pub drops_loss: u64,
+    /// Drops because the link went down.
+    pub drops_down: u64,
+}
+
+/// A link direction's figures over a report window.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct LinkWindow {
+    /// Window start.
+    pub from_s: u64,
+    /// Window end.
+    pub to_s: u64,
+    /// The figures.
+    #[serde(flatten)]
+    pub fig: LinkPoint,
+}
+
+/// A link direction.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct LinkSummary {
+    /// `"A->E"`.
+    pub id: String,
+    /// Entry node.
+    pub from: String,
+    /// Exit node.
+    pub to: String,
+    /// Capacity at the start, kbit/s.
+    pub capacity_kbps: f64,
+    /// Propagation delay, ms.
+    pub delay_ms: f64,
+    /// Queue limit in packets (null: none).
+    pub queue_packets: Option<u32>,
+    /// Queue limit in bytes (null: none).
+    pub queue_bytes: Option<u64>,
+    /// Random loss probability.
+    pub loss: f64,
+    /// Figures over the whole run.
+    #[serde(flatten)]
+    pub total: LinkPoint,
+    /// One entry per report window.
+    pub windows: Vec<LinkWindow>,
+}
+
+/// Run-wide packet counts.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketTotals {
+    /// Datagrams sent by endpoints.
+    pub sent: u64,
+    /// Datagrams delivered to endpoints.
+    pub delivered: u64,
+    /// Serialisations completed on links (packet hops).
+    pub hops: u64,
+    /// Dropped: queue full.
+    pub drops_queue: u64,
+    /// Dropped: random loss.
+    pub drops_loss: u64,
+    /// Dropped: link went down.
+    pub drops_down: u64,
+    /// Dropped: no route.
+    pub drops_unreachable: u64,
+    /// Dropped: nothing listening at the destination port.
+    pub drops_no_listener: u64,
+}
+
+/// A join or leave.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct MembershipEntry {
+    /// When, seconds.
+    pub t_s: f64,
+    /// The node.
+    pub node: String,
+    /// `join` or `leave`.
+    pub event: &'static str,
+}
+
+/// Round to `d` decimals, so that the JSON stays readable (the figures are
+/// computed identically run to run; rounding does not affect determinism).
+fn r(x: f64, d: i32) -> f64 {
+    let m = 10f64.powi(d);
+    let v = (x * m).round() / m;
+    if v == 0.0 { 0.0 } else { v }
+}
+
+fn flow_point(f: FlowFigures) -> FlowPoint {
+    FlowPoint {
+        send_kbps: r(f.send_kbps, 3),
+        recv_kbps_min: r(f.recv_kbps_min, 3),
+        delay_ms_mean: f.delay_ms_mean.map(|v| r(v, 4)),
+        delay_ms_p95: f.delay_ms_p95.map(|v| r(v, 4)),
+        loss: f.loss.map(|v| r(v, 6)),
+    }
+}
+
+fn link_point(f: LinkFigures) -> LinkPoint {
+    LinkPoint {
+        utilisation: r(f.utilisation, 6),
+        tx_kbps: r(f.tx_kbps, 3),
+        queue_pkts_mean: r(f.queue_pkts_mean, 4),
+        queue_pkts_max: f.queue_pkts_max,
+        drops_queue: f.drops_queue,
+        drops_loss: f.drops_loss,
+        drops_down: f.drops_down,
+    }
+}
+
+/// Whole seconds covered by a run (the last one may be partial).
+pub fn seconds(stats: &RunStats) -> u64 {
+    stats.end.as_nanos().div_ceil(1_000_000_000)
+}
+
+fn flow_summary(stats: &RunStats, f: &FlowRecord, windows: &[Window]) -> FlowSummary {
+    let secs = seconds(stats);
+    let name = |n: meshcast_core::NodeId| stats.net.name(n).to_owned();
+    FlowSummary {
+        id: f.name.clone(),
+        kind: f.kind.clone(),
+        source: name(f.source),
+        receivers: f.receivers.iter().map(|&n| name(n)).collect(),
+        total: flow_point(f.figures(0, secs, stats.end)),
+        series: (0..secs)
+            .map(|t| FlowSample {
+                t_s: t,
+                fig: flow_point(f.figures(t, t + 1, stats.end)),
+            })
+            .collect(),
+        windows: windows
+            .iter()
+            .map(|w| FlowWindow {
+                from_s: w.from_s,
+                to_s: w.to_s,
+                fig: flow_point(f.figures(w.from_s, w.to_s, stats.end)),
+            })
+            .collect(),
+    }
+}
+
+fn link_summary(stats: &RunStats, l: &LinkRecord, windows: &[Window]) -> LinkSummary {
+    let spec = &stats.net.links()[l.id.index()];
+    LinkSummary {
+        id: stats.net.link_name(l.id),
+        from: stats.net.name(spec.from).to_owned(),
+        to: stats.net.name(spec.to).to_owned(),
+        capacity_kbps: spec.params.capacity.as_kbps_f64(),
+        delay_ms: spec.params.delay.as_millis_f64(),
+        queue_packets: spec.params.queue.packets,
+        queue_bytes: spec.params.queue.bytes,
+        loss: spec.params.loss,
+        total: link_point(l.figures(0, seconds(stats), stats.end)),
+        windows: windows
+            .iter()
+            .map(|w| LinkWindow {
+                from_s: w.from_s,
+                to_s: w.to_s,
+                fig: link_point(l.figures(w.from_s, w.to_s, stats.end)),
+            })
+            .collect(),
+    }
+}
+
+impl Summary {
+    /// Summarise a finished run of `sc`.
+    pub fn new(sc: &Scenario, stats: &RunStats, wall_s: f64) -> Summary {
+        let windows: Vec<Window> = sc
+            .windows
+            .iter()
+            .map(|&(from_s, to_s)| Window { from_s, to_s })
+            .collect();
+        let c = stats.counters;
+        Summary {
+            schema_version: SCHEMA_VERSION,
+            name: sc.name.clone(),
+            description: sc.description.clone(),
+            seed: sc.seed,
+            duration_s: sc.duration_s,
+            wall_s: r(wall_s, 3),
+            events_processed: stats.events_processed,
+            flows: stats
+                .flows
+                .flows()
+                .iter()
+                .map(|f| flow_summary(stats, f, &windows))
+                .collect(),
+            links: stats
+                .links
+                .iter()
+                .map(|l| link_summary(stats, l, &windows))
+                .collect(),
+            windows,
+            packets: PacketTotals {
+                sent: c.sent,
+                delivered: c.delivered,
+                hops: c.hops,
+                drops_queue: c.drops_queue,
+                drops_loss: c.drops_loss,
+                drops_down: c.drops_down,
+                drops_unreachable: c.drops_unreachable,
+                drops_no_listener: c.drops_no_listener,
+            },
+            membership: stats
+                .membership
+                .iter()
+                .map(|m| MembershipEntry {
+                    t_s: m.at.as_secs_f64(),
+                    node: stats.net.name(m.node).to_owned(),
+                    event: if m.joined { "join" } else { "leave" },
+                })
+                .collect(),
+        }
+    }
+
+    /// The JSON text of `summary.json`.
+    pub fn to_json(&self) -> String {
+        // Serialising plain structs of numbers and strings cannot fail.
+        serde_json::to_string_pretty(self).expect("summary serialises") + "\n"
+    }
+}
+
+/// Write every output of a run into `dir` (created if missing).
+pub fn write_all(dir: &Path, summary: &Summary, stats: &RunStats) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    write("summary.json", &summary.to_json())?;
+    write("series.csv", &csv::series_csv(summary, stats))?;
+    let charts = plot::charts(summary, stats);
+    let mut svgs = Vec::new();
+    for c in &charts {
+        let svg = plot::render_svg(c)?;
+        std::fs::write(plots.join(format!("{}.svg", c.file)), &svg)
+            .with_context(|| format!("writing plots/{}.svg", c.file))?;
+        plot::render_png(c, &plots.join(format!("{}.png", c.file)))?;
+        svgs.push((c.title.clone(), svg));
+    }
+    write("report.html", &html::report_html(summary, &svgs))?;
+    Ok(())
+}

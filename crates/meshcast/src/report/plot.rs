@@ -1,0 +1,293 @@
+//! Plots in the style of the papers' figures: time on the x axis, one line
+//! per flow (solid: what arrived at the worst receiver; dashed: what the
+//! source sent), report windows shaded. Rendered to SVG and PNG with
+//! `plotters`; text uses the DejaVu Sans font embedded in the binary, so
+//! plots look the same on a machine without fonts.
+
+use super::Summary;
+use anyhow::{Context as _, anyhow};
+use meshcast_sim::RunStats;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::path::Path;
+use std::sync::Once;
+
+/// Most legend entries a chart shows; further series are drawn unlabelled.
+const MAX_LEGEND: usize = 12;
+/// Most links a link chart shows (the busiest).
+const MAX_LINKS: usize = 8;
+
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+struct Line {
+    label: String,
+    points: Vec<(f64, f64)>,
+    dashed: bool,
+    color: usize,
+}
+
+/// One chart, ready to render.
+pub(super) struct Chart {
+    /// File stem under `plots/`.
+    pub file: &'static str,
+    /// Title.
+    pub title: String,
+    y_label: &'static str,
+    lines: Vec<Line>,
+    windows: Vec<(f64, f64)>,
+    x_max: f64,
+}
+
+fn series<T>(samples: &[T], f: impl Fn(&T) -> Option<(f64, f64)>) -> Vec<(f64, f64)> {
+    samples.iter().filter_map(f).collect()
+}
+
+/// The charts for a run: rates, delay and loss per flow; queue and
+/// utilisation of the busiest links.
+pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
+    let x_max = summary.duration_s;
+    let windows: Vec<(f64, f64)> = summary
+        .windows
+        .iter()
+        .map(|w| (w.from_s as f64, w.to_s as f64))
+        .collect();
+    let chart = |file, title: &str, y_label, lines: Vec<Line>| Chart {
+        file,
+        title: format!("{}: {title}", summary.name),
+        y_label,
+        lines,
+        windows: windows.clone(),
+        x_max,
+    };
+    let mut out = Vec::new();
+    // Points sit at the middle of their second.
+    let mid = |t: u64| t as f64 + 0.5;
+    let flows = &summary.flows;
+    if !flows.is_empty() {
+        let mut rates = Vec::new();
+        let mut delay = Vec::new();
+        let mut loss = Vec::new();
+        for (i, f) in flows.iter().enumerate() {
+            rates.push(Line {
+                label: format!("{} received (worst receiver)", f.id),
+                points: series(&f.series, |s| Some((mid(s.t_s), s.fig.recv_kbps_min))),
+                dashed: false,
+                color: i,
+            });
+            rates.push(Line {
+                label: format!("{} sent", f.id),
+                points: series(&f.series, |s| Some((mid(s.t_s), s.fig.send_kbps))),
+                dashed: true,
+                color: i,
+            });
+            delay.push(Line {
+                label: format!("{} mean", f.id),
+                points: series(&f.series, |s| s.fig.delay_ms_mean.map(|v| (mid(s.t_s), v))),
+                dashed: false,
+                color: i,
+            });
+            delay.push(Line {
+                label: format!("{} p95", f.id),
+                points: series(&f.series, |s| s.fig.delay_ms_p95.map(|v| (mid(s.t_s), v))),
+                dashed: true,
+                color: i,
+            });
+            loss.push(Line {
+                label: f.id.clone(),
+                points: series(&f.series, |s| s.fig.loss.map(|v| (mid(s.t_s), v * 100.0))),
+                dashed: false,
+                color: i,
+            });
+        }
+        out.push(chart("rates", "rate per flow", "kbit/s (payload)", rates));
+        out.push(chart("delay", "one-way delay per flow", "ms", delay));
+        out.push(chart(
+            "loss",
+            "loss per flow (worst receiver)",
+            "% of packets sent",
+            loss,
+        ));
+    }
+    // The busiest links by bytes sent, then by peak queue.
+    let mut busy: Vec<usize> = (0..summary.links.len())
+        .filter(|&i| summary.links[i].total.tx_kbps > 0.0)
+        .collect();
+    busy.sort_by(|&a, &b| {
+        let (la, lb) = (&summary.links[a].total, &summary.links[b].total);
+        lb.utilisation.total_cmp(&la.utilisation).then(a.cmp(&b))
+    });
+    busy.truncate(MAX_LINKS);
+    if !busy.is_empty() {
+        let secs = super::seconds(stats);
+        let per_sec = |i: usize, g: &dyn Fn(meshcast_sim::LinkFigures) -> f64| -> Vec<(f64, f64)> {
+            (0..secs)
+                .map(|s| (mid(s), g(stats.links[i].figures(s, s + 1, stats.end))))
+                .collect()
+        };
+        let mut queue = Vec::new();
+        let mut util = Vec::new();
+        for (c, &i) in busy.iter().enumerate() {
+            let id = &summary.links[i].id;
+            queue.push(Line {
+                label: id.clone(),
+                points: per_sec(i, &|f| f.queue_pkts_mean),
+                dashed: false,
+                color: c,
+            });
+            util.push(Line {
+                label: id.clone(),
+                points: per_sec(i, &|f| f.utilisation * 100.0),
+                dashed: false,
+                color: c,
+            });
+        }
+        out.push(chart(
+            "queue",
+            "mean queue of the busiest links",
+            "packets waiting",
+            queue,
+        ));
+        out.push(chart(
+            "utilisation",
+            "utilisation of the busiest links",
+            "% of capacity",
+            util,
+        ));
+    }
+    out
+}
+
+fn register_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The embedded DejaVu fonts are valid TrueType: registration cannot
+        // fail, and if it did plots would only lose their text.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &Chart) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing {}: {e:?}", c.file);
+    root.fill(&WHITE).map_err(e)?;
+    let y_max = c
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.1;
+    let x_max = c.x_max.max(1.0);
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            &c.title,
+            ("sans-serif", 22).into_font().style(FontStyle::Bold),
+        )
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc(c.y_label)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(e)?;
+    let shade = RGBColor(120, 120, 120).mix(0.12);
+    for &(a, b) in &c.windows {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(a, 0.0), (b, y_max)],
+                shade.filled(),
+            )))
+            .map_err(e)?;
+    }
+    for (n, l) in c.lines.iter().enumerate() {
+        let color = PALETTE[l.color % PALETTE.len()];
+        let style = ShapeStyle::from(&color).stroke_width(2);
+        let anno = if l.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(l.points.iter().copied(), 6, 4, style))
+                .map_err(e)?
+        } else {
+            chart
+                .draw_series(LineSeries::new(l.points.iter().copied(), style))
+                .map_err(e)?
+        };
+        if n < MAX_LEGEND {
+            let dashed = l.dashed;
+            anno.label(l.label.clone()).legend(move |(x, y)| {
+                if dashed {
+                    PathElement::new(vec![(x, y), (x + 8, y)], style)
+                } else {
+                    PathElement::new(vec![(x, y), (x + 20, y)], style)
+                }
+            });
+        }
+    }
+    if c.lines.len() > MAX_LEGEND {
+        // Say how many were left out of the legend.
+        let more = c.lines.len() - MAX_LEGEND;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                Vec::<(f64, f64)>::new(),
+                WHITE,
+            )))
+            .map_err(e)?
+            .label(format!("... and {more} more"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y)], WHITE));
+    }
+    if !c.lines.is_empty() {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", 13))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(e)?;
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// The chart as SVG text.
+pub(super) fn render_svg(c: &Chart) -> anyhow::Result<String> {
+    register_fonts();
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (1000, 560)).into_drawing_area();
+        draw(&root, c)?;
+    }
+    Ok(s)
+}
+
+/// The chart as a PNG file at `path`.
+pub(super) fn render_png(c: &Chart, path: &Path) -> anyhow::Result<()> {
+    register_fonts();
+    let root = BitMapBackend::new(path, (1500, 840)).into_drawing_area();
+    draw(&root, c).with_context(|| format!("writing {}", path.display()))
+}

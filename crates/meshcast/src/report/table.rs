@@ -1,0 +1,181 @@
+//! The results tables: built once as rows, rendered as text (end of a run)
+//! or HTML (`report.html`).
+
+use super::{FlowPoint, LinkPoint, Summary};
+
+/// A titled table.
+pub(super) struct Table {
+    pub title: String,
+    pub headers: Vec<&'static str>,
+    pub rows: Vec<Vec<String>>,
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |x| format!("{x:.digits$}"))
+}
+
+fn flow_cells(p: &FlowPoint) -> [String; 5] {
+    [
+        format!("{:.1}", p.send_kbps),
+        format!("{:.1}", p.recv_kbps_min),
+        opt(p.delay_ms_mean, 2),
+        opt(p.delay_ms_p95, 2),
+        opt(p.loss.map(|l| l * 100.0), 2),
+    ]
+}
+
+fn link_cells(p: &LinkPoint) -> [String; 5] {
+    [
+        format!("{:.1}", p.utilisation * 100.0),
+        format!("{:.1}", p.tx_kbps),
+        format!("{:.2}", p.queue_pkts_mean),
+        p.queue_pkts_max.to_string(),
+        (p.drops_queue + p.drops_loss + p.drops_down).to_string(),
+    ]
+}
+
+const FLOW_HEADERS: [&str; 7] = [
+    "flow",
+    "path",
+    "send kbps",
+    "recv kbps (min)",
+    "delay ms",
+    "p95 ms",
+    "loss %",
+];
+const LINK_HEADERS: [&str; 6] = ["link", "util %", "tx kbps", "queue", "queue max", "drops"];
+
+/// Most links listed in a table (the busiest).
+const MAX_LINK_ROWS: usize = 20;
+
+/// The tables of a run: per report window (or the whole run when there are
+/// none), flows then the busiest links.
+pub(super) fn tables(s: &Summary) -> Vec<Table> {
+    let mut spans: Vec<(String, Option<usize>)> = s
+        .windows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("window [{}, {}) s", w.from_s, w.to_s), Some(i)))
+        .collect();
+    if spans.is_empty() {
+        spans.push(("whole run".to_owned(), None));
+    }
+    let mut busy: Vec<usize> = (0..s.links.len())
+        .filter(|&i| {
+            let t = &s.links[i].total;
+            t.tx_kbps > 0.0 || t.drops_queue + t.drops_loss + t.drops_down > 0
+        })
+        .collect();
+    busy.sort_by(|&a, &b| {
+        s.links[b]
+            .total
+            .utilisation
+            .total_cmp(&s.links[a].total.utilisation)
+            .then(a.cmp(&b))
+    });
+    let omitted = busy.len().saturating_sub(MAX_LINK_ROWS);
+    busy.truncate(MAX_LINK_ROWS);
+    let mut out = Vec::new();
+    for (label, w) in spans {
+        if !s.flows.is_empty() {
+            let rows = s
+                .flows
+                .iter()
+                .map(|f| {
+                    let p = w.map_or(&f.total, |i| &f.windows[i].fig);
+                    let mut row = vec![
+                        f.id.clone(),
+                        format!("{} -> {}", f.source, f.receivers.join(",")),
+                    ];
+                    row.extend(flow_cells(p));
+                    row
+                })
+                .collect();
+            out.push(Table {
+                title: format!("Flows, {label}"),
+                headers: FLOW_HEADERS.to_vec(),
+                rows,
+            });
+        }
+        if !busy.is_empty() {
+            let rows = busy
+                .iter()
+                .map(|&i| {
+                    let l = &s.links[i];
+                    let p = w.map_or(&l.total, |i| &l.windows[i].fig);
+                    let mut row = vec![l.id.clone()];
+                    row.extend(link_cells(p));
+                    row
+                })
+                .collect();
+            let more = if omitted > 0 {
+                format!(" ({omitted} quieter links not shown)")
+            } else {
+                String::new()
+            };
+            out.push(Table {
+                title: format!("Busiest links, {label}{more}"),
+                headers: LINK_HEADERS.to_vec(),
+                rows,
+            });
+        }
+    }
+    out
+}
+
+/// The results as aligned text, for the terminal.
+pub fn results_table(s: &Summary) -> String {
+    let mut out = String::new();
+    for t in tables(s) {
+        let mut width: Vec<usize> = t.headers.iter().map(|h| h.len()).collect();
+        for r in &t.rows {
+            for (w, c) in width.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        out.push_str(&t.title);
+        out.push('\n');
+        let line = |cells: Vec<&str>| -> String {
+            let mut l = String::new();
+            for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
+                let pad = w - c.chars().count();
+                // Names left-aligned, numbers right-aligned.
+                if i == 0 || (i == 1 && t.headers[1] == "path") {
+                    l.push_str(c);
+                    l.push_str(&" ".repeat(pad));
+                } else {
+                    l.push_str(&" ".repeat(pad));
+                    l.push_str(c);
+                }
+                l.push_str("  ");
+            }
+            l.trim_end().to_owned() + "\n"
+        };
+        out.push_str(&line(t.headers.clone()));
+        for r in &t.rows {
+            out.push_str(&line(r.iter().map(String::as_str).collect()));
+        }
+        out.push('\n');
+    }
+    let p = &s.packets;
+    out.push_str(&format!(
+        "{} events in {:.2} s wall ({:.2} M events/s); {} packets sent, {} delivered, {} hops; \
+         drops: {} queue, {} loss, {} link down, {} unreachable, {} no listener\n",
+        s.events_processed,
+        s.wall_s,
+        if s.wall_s > 0.0 {
+            s.events_processed as f64 / s.wall_s / 1e6
+        } else {
+            0.0
+        },
+        p.sent,
+        p.delivered,
+        p.hops,
+        p.drops_queue,
+        p.drops_loss,
+        p.drops_down,
+        p.drops_unreachable,
+        p.drops_no_listener,
+    ));
+    out
+}

@@ -1,0 +1,274 @@
+//! The `meshcast run` command end to end.
+
+// Test helpers panic on anything unexpected; that is their job.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn meshcast(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meshcast"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn bottleneck() -> String {
+    root()
+        .join("scenarios/sim/bottleneck.toml")
+        .display()
+        .to_string()
+}
+
+fn run_json(dir: &Path, extra: &[&str]) -> Value {
+    let out = dir.join("out");
+    let mut args = vec![
+        "run",
+        &*Box::leak(bottleneck().into_boxed_str()),
+        "--json",
+        "--out",
+    ];
+    let out_s = out.display().to_string();
+    args.push(&out_s);
+    args.extend_from_slice(extra);
+    let o = meshcast(&args, dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v, file, "--json prints summary.json");
+    v
+}
+
+fn flow<'a>(s: &'a Value, id: &str) -> &'a Value {
+    s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap()
+}
+
+fn window(f: &Value, from: u64) -> &Value {
+    f["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["from_s"] == from)
+        .unwrap()
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn bottleneck_report_shows_the_analytical_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_json(dir.path(), &[]);
+    for key in [
+        "name",
+        "seed",
+        "duration_s",
+        "wall_s",
+        "events_processed",
+        "flows",
+        "links",
+    ] {
+        assert!(s.get(key).is_some(), "summary lacks {key}");
+    }
+    assert_eq!(s["name"], "bottleneck");
+    // Below capacity: whole, with delay = propagation + serialisation.
+    let w = window(flow(&s, "below"), 10);
+    assert_eq!(num(&w["recv_kbps_min"]), 500.0);
+    assert_eq!(num(&w["loss"]), 0.0);
+    let expect = 1.0 + 10.0 + 1.0 + 2.0 * 1028.0 * 8.0 / 100e3 + 1028.0 * 8.0 / 1e3;
+    assert!((num(&w["delay_ms_mean"]) - expect).abs() < 1e-3, "{w}");
+    // Above capacity: the payload share of the capacity, loss = the excess.
+    let w = window(flow(&s, "above"), 50);
+    let share = 1000.0 * 1000.0 / 1028.0;
+    assert!((num(&w["recv_kbps_min"]) / share - 1.0).abs() < 0.01, "{w}");
+    assert!(
+        (num(&w["loss"]) / (1.0 - share / 2000.0) - 1.0).abs() < 0.01,
+        "{w}"
+    );
+    let ef = s["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "E->F")
+        .unwrap();
+    let lw = window(ef, 50);
+    assert!(
+        num(&lw["queue_pkts_mean"]) > 49.0 && lw["queue_pkts_max"] == 50,
+        "{lw}"
+    );
+    // Poisson flows share in proportion to offered load.
+    let g1 = num(&window(flow(&s, "poisson-1500"), 90)["recv_kbps_min"]);
+    let g2 = num(&window(flow(&s, "poisson-500"), 90)["recv_kbps_min"]);
+    assert!((g1 / g2 / 3.0 - 1.0).abs() < 0.05, "{g1} {g2}");
+    assert!(((g1 + g2) / share - 1.0).abs() < 0.01, "{g1} {g2}");
+    // Failure: A->C reroutes (one hop more), B->D is unreachable.
+    let before = window(flow(&s, "reroute"), 155);
+    let after = window(flow(&s, "reroute"), 175);
+    assert!(num(&after["recv_kbps_min"]) > 499.0, "{after}");
+    assert_ne!(before["delay_ms_mean"], after["delay_ms_mean"]);
+    assert_eq!(
+        num(&window(flow(&s, "stranded"), 175)["recv_kbps_min"]),
+        0.0
+    );
+    // 200 kbps of 1000-byte packets for the 30 s after the failure.
+    let unreachable = s["packets"]["drops_unreachable"].as_u64().unwrap();
+    assert!((749..=751).contains(&unreachable), "{unreachable}");
+    // Series: one sample per second with the documented fields.
+    let series = flow(&s, "below")["series"].as_array().unwrap();
+    assert_eq!(series.len(), 200);
+    for k in [
+        "t_s",
+        "send_kbps",
+        "recv_kbps_min",
+        "delay_ms_mean",
+        "delay_ms_p95",
+        "loss",
+    ] {
+        assert!(series[20].get(k).is_some(), "series lacks {k}");
+    }
+    // Every output is there.
+    let out = dir.path().join("out");
+    for f in [
+        "summary.json",
+        "series.csv",
+        "report.html",
+        "plots/rates.png",
+        "plots/rates.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    assert!(csv.starts_with("t_s,entity,id,metric,value\n"));
+    assert!(
+        csv.contains("\n20,flow,below,delay_ms_mean,20.3885\n"),
+        "csv"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("poisson-1500"));
+}
+
+/// Everything but the wall-clock time.
+fn without_wall(mut v: Value) -> String {
+    v.as_object_mut().unwrap().remove("wall_s");
+    v.to_string()
+}
+
+#[test]
+fn same_seed_same_summary_other_seed_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = without_wall(run_json(dir.path(), &[]));
+    let b = without_wall(run_json(dir.path(), &[]));
+    assert_eq!(a, b);
+    let c = without_wall(run_json(dir.path(), &["--seed", "2"]));
+    assert_ne!(a, c);
+    let d = without_wall(run_json(dir.path(), &["--set", "seed=2"]));
+    assert_eq!(c, d);
+}
+
+#[test]
+fn set_overrides_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_json(
+        dir.path(),
+        &[
+            "--set",
+            "event[0].rate_kbps=250",
+            "--set",
+            "report.window[0].to_s=30",
+        ],
+    );
+    let w = &flow(&s, "below")["windows"][0];
+    assert_eq!(
+        (w["from_s"].as_u64(), w["to_s"].as_u64()),
+        (Some(10), Some(30))
+    );
+    assert_eq!(num(&w["send_kbps"]), 250.0);
+}
+
+fn expect_bad_input(text: &str, set: &[&str], want: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.toml"), text).unwrap();
+    let mut args = vec!["run", "s.toml"];
+    args.extend_from_slice(set);
+    let o = meshcast(&args, dir.path());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for w in want {
+        assert!(err.contains(w), "stderr {err:?} lacks {w:?}");
+    }
+    assert!(o.stdout.is_empty());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("s.toml")],
+        "something was written"
+    );
+}
+
+const SMALL: &str = "name = \"t\"\nduration_s = 10\n[[node]]\nid = \"A\"\nkind = \"host\"\n\
+[[node]]\nid = \"B\"\nkind = \"host\"\n[[link]]\nfrom = \"A\"\nto = \"B\"\ncapacity_kbps = 100\n";
+
+#[test]
+fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
+    expect_bad_input(
+        "name = \"t\"\nduration_s = 10\n[[node]\n",
+        &[],
+        &["s.toml:3:", "error:"],
+    );
+    expect_bad_input(
+        &SMALL.replace("capacity_kbps = 100", "capacity_kbps = -100"),
+        &[],
+        &["s.toml:12:17: link[0].capacity_kbps: must be a positive number"],
+    );
+    expect_bad_input(
+        &SMALL.replace(
+            "kind = \"host\"\n[[link]]",
+            "kind = \"host\"\ncolor = 1\n[[link]]",
+        ),
+        &[],
+        &["s.toml:9:1: color: unknown field `color`"],
+    );
+    expect_bad_input(
+        &SMALL.replace("to = \"B\"", "to = \"Q\""),
+        &[],
+        &["s.toml:11:6: link[0].to: unknown node \"Q\""],
+    );
+    expect_bad_input(
+        &SMALL.replace("to = \"B\"", "to = \"A\""),
+        &[],
+        &["link[0].to: link from \"A\" to itself"],
+    );
+    expect_bad_input(
+        &format!("{SMALL}[[event]]\nat_s = 12\nkind = \"link_down\"\nfrom = \"A\"\nto = \"B\"\n"),
+        &[],
+        &["s.toml:14:8: event[0].at_s: event outside the run"],
+    );
+    expect_bad_input(
+        SMALL,
+        &["--set", "link[0].loss=3"],
+        &["(value from --set link[0].loss=3)"],
+    );
+    expect_bad_input(SMALL, &["--set", "nonsense"], &["KEY=VALUE"]);
+    expect_bad_input(SMALL, &["--set", "link[5].loss=0"], &["only 1 entries"]);
+    expect_bad_input("", &[], &["s.toml:1:1", "missing field"]);
+    let dir = tempfile::tempdir().unwrap();
+    let o = meshcast(&["run", "missing.toml"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.toml"));
+}
