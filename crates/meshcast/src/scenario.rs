@@ -2,7 +2,7 @@
 //!
 //! `docs/scenario-format.md` documents every field. Parsing happens in two
 //! steps: serde (with `deny_unknown_fields` and spans on every field) reads
-//! the text, then [`Scenario::from_raw`] checks meaning (known nodes, sane
+//! the text, then `Scenario::from_raw` checks meaning (known nodes, sane
 //! numbers, events inside the run) and reports the offending field's line.
 
 use crate::overrides::{self, Override};
