@@ -23,8 +23,9 @@ use std::collections::BTreeMap;
 
 const NS_PER_S: u64 = 1_000_000_000;
 
-/// What one flow's figures are over a window.
-#[derive(Clone, Copy, PartialEq, Debug, Default)]
+/// What one flow's figures are over a window (serialised as such in
+/// `summary.json`).
+#[derive(Clone, Copy, PartialEq, Debug, Default, serde::Serialize)]
 pub struct FlowFigures {
     /// Payload kbit/s sent by the source.
     pub send_kbps: f64,

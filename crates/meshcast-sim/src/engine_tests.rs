@@ -5,8 +5,6 @@ use crate::network::{LinkParams, NodeKind, QueueLimit};
 use meshcast_core::metrics::FlowFigures;
 use meshcast_proto::traffic::Pattern;
 
-const MS: u64 = 1_000_000;
-
 fn params(kbps: u64, delay_ms: u64, queue: u32) -> LinkParams {
     LinkParams {
         capacity: Rate::from_kbps(kbps),
@@ -378,5 +376,4 @@ fn join_and_leave_start_and_close_endpoints() {
     assert_eq!(fig(&stats, f, 16, 20).send_kbps, 0.0);
     assert_eq!(stats.membership.len(), 2);
     assert!(stats.membership[0].joined && !stats.membership[1].joined);
-    let _ = MS;
 }

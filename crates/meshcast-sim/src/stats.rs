@@ -26,8 +26,9 @@ pub struct LinkBucket {
     pub drops_down: u64,
 }
 
-/// A link direction's figures over a window.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// A link direction's figures over a window (serialised as such in
+/// `summary.json`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LinkFigures {
     /// Wire bits sent / capacity available while up (0 if never up).
     pub utilisation: f64,
@@ -121,8 +122,8 @@ impl LinkRecord {
     }
 }
 
-/// Run-wide packet counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Run-wide packet counters (serialised as such in `summary.json`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counters {
     /// Datagrams endpoints handed to the network.
     pub sent: u64,

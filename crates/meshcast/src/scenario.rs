@@ -475,10 +475,15 @@ impl Scenario {
         let mut events = Vec::new();
         let mut flow_ids: HashMap<String, usize> = HashMap::new();
         for (i, e) in raw.event.iter().enumerate() {
-            let kind = e.get_ref().kind.get_ref().clone();
-            let ev = parse_event(i, e, duration_s, loc, &node_ref, &directed, &mut flow_ids)?;
-            debug_assert!(!kind.is_empty());
-            events.push(ev);
+            events.push(parse_event(
+                i,
+                e,
+                duration_s,
+                loc,
+                &node_ref,
+                &directed,
+                &mut flow_ids,
+            )?);
         }
 
         let mut windows = Vec::new();

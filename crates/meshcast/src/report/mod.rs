@@ -9,7 +9,7 @@ mod table;
 
 use crate::scenario::Scenario;
 use meshcast_core::metrics::{FlowFigures, FlowRecord};
-use meshcast_sim::{LinkFigures, LinkRecord, RunStats};
+use meshcast_sim::{Counters, LinkFigures, LinkRecord, RunStats};
 use serde::Serialize;
 use std::path::Path;
 
@@ -44,7 +44,7 @@ pub struct Summary {
     /// Every link direction.
     pub links: Vec<LinkSummary>,
     /// Run-wide packet counts.
-    pub packets: PacketTotals,
+    pub packets: Counters,
     /// Joins and leaves.
     pub membership: Vec<MembershipEntry>,
 }
@@ -58,21 +58,6 @@ pub struct Window {
     pub to_s: u64,
 }
 
-/// A flow's figures at one point of its series or over a window.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
-pub struct FlowPoint {
-    /// Payload kbit/s sent by the source.
-    pub send_kbps: f64,
-    /// Lowest payload goodput over the receivers, kbit/s.
-    pub recv_kbps_min: f64,
-    /// Mean one-way delay, ms (null: nothing received).
-    pub delay_ms_mean: Option<f64>,
-    /// 95th-percentile one-way delay, ms (null: nothing received).
-    pub delay_ms_p95: Option<f64>,
-    /// Highest loss fraction over the receivers (null: nothing sent).
-    pub loss: Option<f64>,
-}
-
 /// One second of a flow's series.
 #[derive(Serialize, Debug, Clone, Copy, PartialEq)]
 pub struct FlowSample {
@@ -80,7 +65,7 @@ pub struct FlowSample {
     pub t_s: u64,
     /// The figures over `[t_s, t_s + 1)`.
     #[serde(flatten)]
-    pub fig: FlowPoint,
+    pub fig: FlowFigures,
 }
 
 /// A flow's figures over a report window.
@@ -92,7 +77,7 @@ pub struct FlowWindow {
     pub to_s: u64,
     /// The figures.
     #[serde(flatten)]
-    pub fig: FlowPoint,
+    pub fig: FlowFigures,
 }
 
 /// A flow.
@@ -107,30 +92,11 @@ pub struct FlowSummary {
     /// Receiver nodes.
     pub receivers: Vec<String>,
     /// Figures over the whole run.
-    pub total: FlowPoint,
+    pub total: FlowFigures,
     /// One entry per second.
     pub series: Vec<FlowSample>,
     /// One entry per report window.
     pub windows: Vec<FlowWindow>,
-}
-
-/// A link direction's figures over a window or the run.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
-pub struct LinkPoint {
-    /// Wire bits sent / capacity while up.
-    pub utilisation: f64,
-    /// Wire kbit/s sent (payload + 28 bytes IP/UDP per packet).
-    pub tx_kbps: f64,
-    /// Time-average waiting queue, packets.
-    pub queue_pkts_mean: f64,
-    /// Longest waiting queue, packets.
-    pub queue_pkts_max: u32,
-    /// Drop-tail drops.
-    pub drops_queue: u64,
-    /// Random-loss drops.
-    pub drops_loss: u64,
-    /// Drops because the link went down.
-    pub drops_down: u64,
 }
 
 /// A link direction's figures over a report window.
@@ -142,7 +108,7 @@ pub struct LinkWindow {
     pub to_s: u64,
     /// The figures.
     #[serde(flatten)]
-    pub fig: LinkPoint,
+    pub fig: LinkFigures,
 }
 
 /// A link direction.
@@ -166,30 +132,9 @@ pub struct LinkSummary {
     pub loss: f64,
     /// Figures over the whole run.
     #[serde(flatten)]
-    pub total: LinkPoint,
+    pub total: LinkFigures,
     /// One entry per report window.
     pub windows: Vec<LinkWindow>,
-}
-
-/// Run-wide packet counts.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PacketTotals {
-    /// Datagrams sent by endpoints.
-    pub sent: u64,
-    /// Datagrams delivered to endpoints.
-    pub delivered: u64,
-    /// Serialisations completed on links (packet hops).
-    pub hops: u64,
-    /// Dropped: queue full.
-    pub drops_queue: u64,
-    /// Dropped: random loss.
-    pub drops_loss: u64,
-    /// Dropped: link went down.
-    pub drops_down: u64,
-    /// Dropped: no route.
-    pub drops_unreachable: u64,
-    /// Dropped: nothing listening at the destination port.
-    pub drops_no_listener: u64,
 }
 
 /// A join or leave.
@@ -211,8 +156,8 @@ fn r(x: f64, d: i32) -> f64 {
     if v == 0.0 { 0.0 } else { v }
 }
 
-fn flow_point(f: FlowFigures) -> FlowPoint {
-    FlowPoint {
+fn rounded_flow(f: FlowFigures) -> FlowFigures {
+    FlowFigures {
         send_kbps: r(f.send_kbps, 3),
         recv_kbps_min: r(f.recv_kbps_min, 3),
         delay_ms_mean: f.delay_ms_mean.map(|v| r(v, 4)),
@@ -221,8 +166,8 @@ fn flow_point(f: FlowFigures) -> FlowPoint {
     }
 }
 
-fn link_point(f: LinkFigures) -> LinkPoint {
-    LinkPoint {
+fn rounded_link(f: LinkFigures) -> LinkFigures {
+    LinkFigures {
         utilisation: r(f.utilisation, 6),
         tx_kbps: r(f.tx_kbps, 3),
         queue_pkts_mean: r(f.queue_pkts_mean, 4),
@@ -246,11 +191,11 @@ fn flow_summary(stats: &RunStats, f: &FlowRecord, windows: &[Window]) -> FlowSum
         kind: f.kind.clone(),
         source: name(f.source),
         receivers: f.receivers.iter().map(|&n| name(n)).collect(),
-        total: flow_point(f.figures(0, secs, stats.end)),
+        total: rounded_flow(f.figures(0, secs, stats.end)),
         series: (0..secs)
             .map(|t| FlowSample {
                 t_s: t,
-                fig: flow_point(f.figures(t, t + 1, stats.end)),
+                fig: rounded_flow(f.figures(t, t + 1, stats.end)),
             })
             .collect(),
         windows: windows
@@ -258,7 +203,7 @@ fn flow_summary(stats: &RunStats, f: &FlowRecord, windows: &[Window]) -> FlowSum
             .map(|w| FlowWindow {
                 from_s: w.from_s,
                 to_s: w.to_s,
-                fig: flow_point(f.figures(w.from_s, w.to_s, stats.end)),
+                fig: rounded_flow(f.figures(w.from_s, w.to_s, stats.end)),
             })
             .collect(),
     }
@@ -275,13 +220,13 @@ fn link_summary(stats: &RunStats, l: &LinkRecord, windows: &[Window]) -> LinkSum
         queue_packets: spec.params.queue.packets,
         queue_bytes: spec.params.queue.bytes,
         loss: spec.params.loss,
-        total: link_point(l.figures(0, seconds(stats), stats.end)),
+        total: rounded_link(l.figures(0, seconds(stats), stats.end)),
         windows: windows
             .iter()
             .map(|w| LinkWindow {
                 from_s: w.from_s,
                 to_s: w.to_s,
-                fig: link_point(l.figures(w.from_s, w.to_s, stats.end)),
+                fig: rounded_link(l.figures(w.from_s, w.to_s, stats.end)),
             })
             .collect(),
     }
@@ -295,7 +240,6 @@ impl Summary {
             .iter()
             .map(|&(from_s, to_s)| Window { from_s, to_s })
             .collect();
-        let c = stats.counters;
         Summary {
             schema_version: SCHEMA_VERSION,
             name: sc.name.clone(),
@@ -316,16 +260,7 @@ impl Summary {
                 .map(|l| link_summary(stats, l, &windows))
                 .collect(),
             windows,
-            packets: PacketTotals {
-                sent: c.sent,
-                delivered: c.delivered,
-                hops: c.hops,
-                drops_queue: c.drops_queue,
-                drops_loss: c.drops_loss,
-                drops_down: c.drops_down,
-                drops_unreachable: c.drops_unreachable,
-                drops_no_listener: c.drops_no_listener,
-            },
+            packets: stats.counters,
             membership: stats
                 .membership
                 .iter()

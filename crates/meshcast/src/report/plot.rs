@@ -6,7 +6,7 @@
 
 use super::Summary;
 use anyhow::{Context as _, anyhow};
-use meshcast_sim::RunStats;
+use meshcast_sim::{LinkFigures, RunStats};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -131,7 +131,7 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
     busy.truncate(MAX_LINKS);
     if !busy.is_empty() {
         let secs = super::seconds(stats);
-        let per_sec = |i: usize, g: &dyn Fn(meshcast_sim::LinkFigures) -> f64| -> Vec<(f64, f64)> {
+        let per_sec = |i: usize, g: &dyn Fn(LinkFigures) -> f64| -> Vec<(f64, f64)> {
             (0..secs)
                 .map(|s| (mid(s), g(stats.links[i].figures(s, s + 1, stats.end))))
                 .collect()

@@ -1,7 +1,9 @@
 //! The results tables: built once as rows, rendered as text (end of a run)
 //! or HTML (`report.html`).
 
-use super::{FlowPoint, LinkPoint, Summary};
+use super::Summary;
+use meshcast_core::metrics::FlowFigures;
+use meshcast_sim::LinkFigures;
 
 /// A titled table.
 pub(super) struct Table {
@@ -14,7 +16,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_owned(), |x| format!("{x:.digits$}"))
 }
 
-fn flow_cells(p: &FlowPoint) -> [String; 5] {
+fn flow_cells(p: &FlowFigures) -> [String; 5] {
     [
         format!("{:.1}", p.send_kbps),
         format!("{:.1}", p.recv_kbps_min),
@@ -24,7 +26,7 @@ fn flow_cells(p: &FlowPoint) -> [String; 5] {
     ]
 }
 
-fn link_cells(p: &LinkPoint) -> [String; 5] {
+fn link_cells(p: &LinkFigures) -> [String; 5] {
     [
         format!("{:.1}", p.utilisation * 100.0),
         format!("{:.1}", p.tx_kbps),
