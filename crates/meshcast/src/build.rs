@@ -1,8 +1,7 @@
 //! Turn a checked [`Scenario`] into a ready-to-run [`Sim`].
 
-use crate::scenario::{EventKind, Scenario, TrafficShape};
+use crate::scenario::{EventKind, Scenario};
 use meshcast_core::{NodeId, Time};
-use meshcast_proto::traffic::Pattern;
 use meshcast_sim::{Action, LinkId, Network, NetworkError, Sim, SimError};
 use thiserror::Error;
 
@@ -20,13 +19,18 @@ pub enum BuildError {
     /// A name that is not declared.
     #[error("unknown node {0:?}")]
     UnknownNode(String),
-    /// A link that is not declared.
-    #[error("no link {0} -> {1}")]
-    UnknownLink(String, String),
+    /// An event names a link index past the declared links.
+    #[error("no link [{0}]")]
+    UnknownLink(usize),
 }
 
 fn at(s: f64) -> Time {
     Time::from_secs_f64(s)
+}
+
+fn node(net: &Network, name: &str) -> Result<NodeId, BuildError> {
+    net.node_id(name)
+        .ok_or_else(|| BuildError::UnknownNode(name.to_owned()))
 }
 
 /// Build the simulator for `sc` with its seed.
@@ -35,108 +39,57 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
     for n in &sc.nodes {
         net.add_node(&n.id, n.kind)?;
     }
-    let id = |net: &Network, name: &str| {
-        net.node_id(name)
-            .ok_or_else(|| BuildError::UnknownNode(name.to_owned()))
-    };
+    // The directions of each declared link, which link events act on.
+    let mut directions: Vec<Vec<LinkId>> = Vec::with_capacity(sc.links.len());
     for l in &sc.links {
-        let (a, b) = (id(&net, &l.from)?, id(&net, &l.to)?);
-        if l.both_ways {
-            net.add_duplex(a, b, l.params.clone())?;
+        let (a, b) = (node(&net, &l.from)?, node(&net, &l.to)?);
+        directions.push(if l.both_ways {
+            let (ab, ba) = net.add_duplex(a, b, l.params.clone())?;
+            vec![ab, ba]
         } else {
-            net.add_link(a, b, l.params.clone())?;
-        }
+            vec![net.add_link(a, b, l.params.clone())?]
+        });
     }
-    // The directions an event on the declared link `from`–`to` affects.
-    let directions = |net: &Network, from: &str, to: &str| -> Result<Vec<LinkId>, BuildError> {
-        let (a, b) = (id(net, from)?, id(net, to)?);
-        let decl = sc
-            .links
-            .iter()
-            .find(|l| {
-                (l.from == from && l.to == to) || (l.both_ways && l.from == to && l.to == from)
-            })
-            .ok_or_else(|| BuildError::UnknownLink(from.to_owned(), to.to_owned()))?;
-        let mut v = Vec::new();
-        v.extend(net.link_id(a, b));
-        if decl.both_ways {
-            v.extend(net.link_id(b, a));
-        }
-        Ok(v)
-    };
-    let mut actions: Vec<(Time, Action)> = Vec::new();
-    let mut traffic = Vec::new();
+    let mut sim = Sim::new(net, sc.seed);
+    let dirs = |link: usize| directions.get(link).ok_or(BuildError::UnknownLink(link));
     for e in &sc.events {
         let t = at(e.at_s);
         match &e.kind {
             EventKind::Traffic {
-                id: name,
+                id,
                 from,
                 to,
                 rate,
                 packet_bytes,
                 until_s,
-                shape,
+                pattern,
             } => {
-                let pattern = match *shape {
-                    TrafficShape::Periodic => Pattern::Cbr,
-                    TrafficShape::Poisson => Pattern::Poisson,
-                    TrafficShape::OnOff {
-                        on,
-                        off,
-                        distribution,
-                    } => Pattern::OnOff {
-                        mean_on: on,
-                        mean_off: off,
-                        distribution,
-                    },
-                };
-                let (f, d): (NodeId, NodeId) = (id(&net, from)?, id(&net, to)?);
-                traffic.push((
-                    name.clone(),
-                    f,
-                    d,
-                    pattern,
-                    *rate,
-                    *packet_bytes,
-                    t,
-                    at(*until_s),
-                ));
+                let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
+                let span = (t, at(*until_s));
+                sim.add_traffic(id, f, d, *pattern, *rate, *packet_bytes, span, sc.seed)?;
             }
-            EventKind::LinkDown { from, to } => {
-                for l in directions(&net, from, to)? {
-                    actions.push((t, Action::LinkDown(l)));
+            EventKind::LinkDown { link } => {
+                for &l in dirs(*link)? {
+                    sim.schedule(t, Action::LinkDown(l))?;
                 }
             }
-            EventKind::LinkUp { from, to } => {
-                for l in directions(&net, from, to)? {
-                    actions.push((t, Action::LinkUp(l)));
+            EventKind::LinkUp { link } => {
+                for &l in dirs(*link)? {
+                    sim.schedule(t, Action::LinkUp(l))?;
                 }
             }
-            EventKind::Capacity { from, to, rate } => {
-                for l in directions(&net, from, to)? {
-                    actions.push((t, Action::SetCapacity(l, *rate)));
+            EventKind::Capacity { link, rate } => {
+                for &l in dirs(*link)? {
+                    sim.schedule(t, Action::SetCapacity(l, *rate))?;
                 }
             }
-            EventKind::Join { node } => actions.push((t, Action::Join(id(&net, node)?))),
-            EventKind::Leave { node } => actions.push((t, Action::Leave(id(&net, node)?))),
+            EventKind::Join { node: n } => {
+                sim.schedule(t, Action::Join(node(sim.network(), n)?))?
+            }
+            EventKind::Leave { node: n } => {
+                sim.schedule(t, Action::Leave(node(sim.network(), n)?))?;
+            }
         }
-    }
-    let mut sim = Sim::new(net, sc.seed);
-    for (name, from, to, pattern, rate, bytes, start, stop) in traffic {
-        sim.add_traffic(
-            &name,
-            from,
-            to,
-            pattern,
-            rate,
-            bytes,
-            (start, stop),
-            sc.seed,
-        )?;
-    }
-    for (t, a) in actions {
-        sim.schedule(t, a)?;
     }
     Ok(sim)
 }

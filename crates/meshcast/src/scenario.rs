@@ -7,7 +7,7 @@
 
 use crate::overrides::{self, Override};
 use meshcast_core::{Duration, Rate};
-use meshcast_proto::traffic::{MAX_PACKET_BYTES, PeriodDistribution, TRAFFIC_HEADER_LEN};
+use meshcast_proto::traffic::{MAX_PACKET_BYTES, Pattern, PeriodDistribution, TRAFFIC_HEADER_LEN};
 use meshcast_sim::{LinkParams, NodeKind, QueueLimit};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -143,24 +143,6 @@ pub struct LinkDecl {
     pub both_ways: bool,
 }
 
-/// How a traffic event sends.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum TrafficShape {
-    /// Strictly periodic packets.
-    Periodic,
-    /// Exponential gaps.
-    Poisson,
-    /// On/off bursts.
-    OnOff {
-        /// Mean on period.
-        on: Duration,
-        /// Mean off period.
-        off: Duration,
-        /// Period distribution.
-        distribution: PeriodDistribution,
-    },
-}
-
 /// What an event does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EventKind {
@@ -179,28 +161,22 @@ pub enum EventKind {
         /// Stop time, seconds.
         until_s: f64,
         /// Sending pattern.
-        shape: TrafficShape,
+        pattern: Pattern,
     },
-    /// Link (both directions if declared both ways) goes down.
+    /// The link goes down (both directions if declared both ways).
     LinkDown {
-        /// One end as in the link's declaration.
-        from: String,
-        /// The other end.
-        to: String,
+        /// Index of the link in [`Scenario::links`].
+        link: usize,
     },
-    /// Link comes back up.
+    /// The link comes back up.
     LinkUp {
-        /// One end.
-        from: String,
-        /// The other end.
-        to: String,
+        /// Index of the link in [`Scenario::links`].
+        link: usize,
     },
-    /// Link capacity changes.
+    /// The link's capacity changes (both directions if both ways).
     Capacity {
-        /// One end.
-        from: String,
-        /// The other end.
-        to: String,
+        /// Index of the link in [`Scenario::links`].
+        link: usize,
         /// New capacity.
         rate: Rate,
     },
@@ -622,9 +598,10 @@ fn parse_event(
             )),
         }
     };
-    let link_ends = |from: &str, to: &str| -> Result<(), ScenarioError> {
-        if directed.contains_key(&(from.to_owned(), to.to_owned())) {
-            Ok(())
+    // The declared link an event names (its index in `Scenario::links`).
+    let link_ends = |from: &str, to: &str| -> Result<usize, ScenarioError> {
+        if let Some(&i) = directed.get(&(from.to_owned(), to.to_owned())) {
+            Ok(i)
         } else {
             let span = ev.to.as_ref().map_or(e.span(), Spanned::span);
             Err(loc.err(span, &f("to"), format!("no link {from} -> {to}")))
@@ -669,14 +646,14 @@ fn parse_event(
                     v
                 }
             };
-            let shape = if ev.kind.get_ref() == "cbr" {
+            let pattern = if ev.kind.get_ref() == "cbr" {
                 match ev
                     .spacing
                     .as_ref()
                     .map(|s| (s.get_ref().as_str(), s.span()))
                 {
-                    None | Some(("periodic", _)) => TrafficShape::Periodic,
-                    Some(("poisson", _)) => TrafficShape::Poisson,
+                    None | Some(("periodic", _)) => Pattern::Cbr,
+                    Some(("poisson", _)) => Pattern::Poisson,
                     Some((other, span)) => {
                         return Err(loc.err(
                             span,
@@ -730,9 +707,9 @@ fn parse_event(
                         "applies only with distribution = \"pareto\"",
                     ));
                 }
-                TrafficShape::OnOff {
-                    on: Duration::from_secs_f64(on / 1e3),
-                    off: Duration::from_secs_f64(off / 1e3),
+                Pattern::OnOff {
+                    mean_on: Duration::from_secs_f64(on / 1e3),
+                    mean_off: Duration::from_secs_f64(off / 1e3),
                     distribution,
                 }
             };
@@ -765,20 +742,19 @@ fn parse_event(
                 rate: Rate::from_kbps_f64(rate),
                 packet_bytes,
                 until_s,
-                shape,
+                pattern,
             }
         }
         "link_down" | "link_up" | "capacity" => {
             let from = required(&ev.from, "from")?;
             let to = required(&ev.to, "to")?;
-            link_ends(&from, &to)?;
+            let link = link_ends(&from, &to)?;
             match kind {
-                "link_down" => EventKind::LinkDown { from, to },
-                "link_up" => EventKind::LinkUp { from, to },
+                "link_down" => EventKind::LinkDown { link },
+                "link_up" => EventKind::LinkUp { link },
                 _ => EventKind::Capacity {
                     rate: Rate::from_kbps_f64(positive(&ev.capacity_kbps, "capacity_kbps")?),
-                    from,
-                    to,
+                    link,
                 },
             }
         }
