@@ -88,6 +88,13 @@ impl LinkRecord {
         bits
     }
 
+    /// Figures for every second of a run that ended at `end` (the last
+    /// second may be partial).
+    pub fn per_second(&self, end: Time) -> Vec<LinkFigures> {
+        let secs = end.as_nanos().div_ceil(NS_PER_S);
+        (0..secs).map(|s| self.figures(s, s + 1, end)).collect()
+    }
+
     /// Figures over the whole seconds `[from_s, to_s)`, clipped to `end`.
     pub fn figures(&self, from_s: u64, to_s: u64, end: Time) -> LinkFigures {
         let (from, to) = (Time::from_secs(from_s), Time::from_secs(to_s).min(end));

@@ -3,7 +3,7 @@
 //! An empty value means "not defined" (no packet received or sent).
 //! Links that never carried or dropped a packet are left out.
 
-use super::{Summary, seconds};
+use super::{Summary, is_active};
 use meshcast_sim::RunStats;
 use std::fmt::Write as _;
 
@@ -39,13 +39,11 @@ pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
         }
     }
     for (l, ls) in stats.links.iter().zip(&summary.links) {
-        let t = &ls.total;
-        if t.tx_kbps == 0.0 && t.drops_queue + t.drops_loss + t.drops_down == 0 {
+        if !is_active(ls) {
             continue;
         }
         let id = field(&ls.id);
-        for s in 0..seconds(stats) {
-            let p = l.figures(s, s + 1, stats.end);
+        for (s, p) in l.per_second(stats.end).into_iter().enumerate() {
             for (m, v) in [
                 ("utilisation", p.utilisation),
                 ("tx_kbps", p.tx_kbps),

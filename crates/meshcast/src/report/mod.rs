@@ -178,6 +178,28 @@ fn rounded_link(f: LinkFigures) -> LinkFigures {
     }
 }
 
+/// Whether a link carried or dropped anything during the run.
+fn is_active(l: &LinkSummary) -> bool {
+    let t = &l.total;
+    t.tx_kbps > 0.0 || t.drops_queue + t.drops_loss + t.drops_down > 0
+}
+
+/// Indices of the active links, busiest (highest utilisation over the run)
+/// first, ties in declaration order.
+fn busiest_links(s: &Summary) -> Vec<usize> {
+    let mut busy: Vec<usize> = (0..s.links.len())
+        .filter(|&i| is_active(&s.links[i]))
+        .collect();
+    busy.sort_by(|&a, &b| {
+        s.links[b]
+            .total
+            .utilisation
+            .total_cmp(&s.links[a].total.utilisation)
+            .then(a.cmp(&b))
+    });
+    busy
+}
+
 /// Whole seconds covered by a run (the last one may be partial).
 pub fn seconds(stats: &RunStats) -> u64 {
     stats.end.as_nanos().div_ceil(1_000_000_000)

@@ -120,35 +120,30 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
             loss,
         ));
     }
-    // The busiest links by bytes sent, then by peak queue.
-    let mut busy: Vec<usize> = (0..summary.links.len())
-        .filter(|&i| summary.links[i].total.tx_kbps > 0.0)
-        .collect();
-    busy.sort_by(|&a, &b| {
-        let (la, lb) = (&summary.links[a].total, &summary.links[b].total);
-        lb.utilisation.total_cmp(&la.utilisation).then(a.cmp(&b))
-    });
+    let mut busy = super::busiest_links(summary);
     busy.truncate(MAX_LINKS);
     if !busy.is_empty() {
-        let secs = super::seconds(stats);
-        let per_sec = |i: usize, g: &dyn Fn(LinkFigures) -> f64| -> Vec<(f64, f64)> {
-            (0..secs)
-                .map(|s| (mid(s), g(stats.links[i].figures(s, s + 1, stats.end))))
-                .collect()
-        };
         let mut queue = Vec::new();
         let mut util = Vec::new();
         for (c, &i) in busy.iter().enumerate() {
             let id = &summary.links[i].id;
+            let per_sec = stats.links[i].per_second(stats.end);
+            let points = |g: fn(&LinkFigures) -> f64| -> Vec<(f64, f64)> {
+                per_sec
+                    .iter()
+                    .enumerate()
+                    .map(|(s, f)| (mid(s as u64), g(f)))
+                    .collect()
+            };
             queue.push(Line {
                 label: id.clone(),
-                points: per_sec(i, &|f| f.queue_pkts_mean),
+                points: points(|f| f.queue_pkts_mean),
                 dashed: false,
                 color: c,
             });
             util.push(Line {
                 label: id.clone(),
-                points: per_sec(i, &|f| f.utilisation * 100.0),
+                points: points(|f| f.utilisation * 100.0),
                 dashed: false,
                 color: c,
             });

@@ -62,19 +62,7 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
     if spans.is_empty() {
         spans.push(("whole run".to_owned(), None));
     }
-    let mut busy: Vec<usize> = (0..s.links.len())
-        .filter(|&i| {
-            let t = &s.links[i].total;
-            t.tx_kbps > 0.0 || t.drops_queue + t.drops_loss + t.drops_down > 0
-        })
-        .collect();
-    busy.sort_by(|&a, &b| {
-        s.links[b]
-            .total
-            .utilisation
-            .total_cmp(&s.links[a].total.utilisation)
-            .then(a.cmp(&b))
-    });
+    let mut busy = super::busiest_links(s);
     let omitted = busy.len().saturating_sub(MAX_LINK_ROWS);
     busy.truncate(MAX_LINK_ROWS);
     let mut out = Vec::new();
