@@ -70,6 +70,17 @@ pub enum SimError {
 
 const NO_LINK: u32 = u32::MAX;
 
+/// Why a packet was dropped on a link.
+#[derive(Clone, Copy, Debug)]
+enum LinkDrop {
+    /// The drop-tail queue was full.
+    Queue,
+    /// Random loss on the wire.
+    Loss,
+    /// The link went down under it.
+    Down,
+}
+
 /// Traffic sources added by [`Sim::add_traffic`] bind port
 /// `TRAFFIC_BASE_PORT + flow id` on their node.
 pub const TRAFFIC_BASE_PORT: u16 = 10_000;
@@ -192,6 +203,22 @@ impl Fabric {
         }
     }
 
+    /// Drop `pkt` on link `l`, counting it on the link's current second
+    /// and in the run totals under the same cause.
+    #[inline]
+    fn drop_on_link(&mut self, l: usize, pkt: u32, cause: LinkDrop) {
+        let b = self.links[l].rec.bucket(self.now);
+        let c = &mut self.counters;
+        let (on_link, in_run) = match cause {
+            LinkDrop::Queue => (&mut b.drops_queue, &mut c.drops_queue),
+            LinkDrop::Loss => (&mut b.drops_loss, &mut c.drops_loss),
+            LinkDrop::Down => (&mut b.drops_down, &mut c.drops_down),
+        };
+        *on_link += 1;
+        *in_run += 1;
+        self.release(pkt);
+    }
+
     #[inline]
     fn release(&mut self, pkt: u32) {
         self.packets[pkt as usize].payload = Vec::new();
@@ -240,9 +267,7 @@ impl Fabric {
         let link = &mut self.links[l];
         if !link.up {
             // Routing avoids down links; kept for safety.
-            link.rec.bucket(now).drops_down += 1;
-            self.counters.drops_down += 1;
-            self.release(pkt);
+            self.drop_on_link(l, pkt, LinkDrop::Down);
             return;
         }
         if link.in_tx.is_none() {
@@ -252,9 +277,7 @@ impl Fabric {
         if link.queue.len() as u32 >= link.limit_packets
             || link.queued_bytes + u64::from(wire) > link.limit_bytes
         {
-            link.rec.bucket(now).drops_queue += 1;
-            self.counters.drops_queue += 1;
-            self.release(pkt);
+            self.drop_on_link(l, pkt, LinkDrop::Queue);
             return;
         }
         link.account_queue(now);
@@ -297,9 +320,7 @@ impl Fabric {
         let lost = link.loss > 0.0 && link.rng.random::<f64>() < link.loss;
         let (delay, epoch) = (link.delay, link.epoch);
         if lost {
-            link.rec.bucket(now).drops_loss += 1;
-            self.counters.drops_loss += 1;
-            self.release(pkt);
+            self.drop_on_link(l, pkt, LinkDrop::Loss);
         } else {
             self.push(
                 now + delay,
@@ -334,10 +355,8 @@ impl Fabric {
             let mut dropped: Vec<u32> = link.queue.drain(..).collect();
             dropped.extend(link.in_tx.take());
             link.queued_bytes = 0;
-            link.rec.bucket(now).drops_down += dropped.len() as u64;
-            self.counters.drops_down += dropped.len() as u64;
             for p in dropped {
-                self.release(p);
+                self.drop_on_link(l, p, LinkDrop::Down);
             }
         }
         let up: Vec<bool> = self.links.iter().map(|l| l.up).collect();
@@ -651,12 +670,10 @@ impl Sim {
         let node = if link == NO_LINK {
             self.fab.packets[pkt as usize].dst.node
         } else {
-            let l = &mut self.fab.links[link as usize];
+            let l = &self.fab.links[link as usize];
             if l.epoch != epoch {
-                let now = self.fab.now;
-                l.rec.bucket(now).drops_down += 1;
-                self.fab.counters.drops_down += 1;
-                self.fab.release(pkt);
+                // The link went down while the packet was propagating.
+                self.fab.drop_on_link(link as usize, pkt, LinkDrop::Down);
                 return;
             }
             NodeId(l.to)
