@@ -214,11 +214,6 @@ impl FlowRecord {
             loss: loss_max,
         }
     }
-
-    /// Payload bytes sent over the whole run.
-    pub fn total_sent_bytes(&self) -> u64 {
-        self.sent.iter().map(|b| b.bytes).sum()
-    }
 }
 
 /// Collects every flow's record.

@@ -310,11 +310,6 @@ impl TrafficSource {
         Ok(src)
     }
 
-    /// Packets sent so far.
-    pub fn sent(&self) -> u32 {
-        self.seq
-    }
-
     /// The instant of the `k`-th packet of the current burst: periodic
     /// times are computed from the burst start so that rounding never
     /// accumulates; Poisson times add an exponential gap to the last one.
