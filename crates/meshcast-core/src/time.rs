@@ -66,6 +66,13 @@ impl Time {
 impl Duration {
     /// No time at all.
     pub const ZERO: Duration = Duration(0);
+    /// The longest span (stands for "unreachable" in shortest-delay sums).
+    pub const MAX: Duration = Duration(u64::MAX);
+
+    /// `self + other`, saturating at [`Duration::MAX`].
+    pub const fn saturating_add(self, other: Duration) -> Duration {
+        Duration(self.0.saturating_add(other.0))
+    }
 
     /// A span of `ns` nanoseconds.
     pub const fn from_nanos(ns: u64) -> Duration {

@@ -1,0 +1,742 @@
+//! Delay-bounded tree packing (§3, Appendix A), session rates (eqs. 4–5)
+//! and critical cuts (§4.3, §5.2, eq. 12) for one session.
+//!
+//! A session is seen by its source as a complete overlay graph on the
+//! conference's present members, each directed overlay link `(u, v)` with
+//! the rate `c[u][v]` allocated to this session (bits/s) and a one-way
+//! delay. What the source may build from that depends on the [`Model`]:
+//!
+//! - [`Model::TwoHop`] — the paper: 2-hop trees over the two-layer graph
+//!   `D_m` (source, one relay node `r_i` and one receiver node `t_i` per
+//!   receiver, `r_i → t_i` of infinite capacity; an edge is left out when
+//!   the 1- or 2-hop path through it exceeds the delay bound).
+//! - [`Model::Deep`] — past the paper: arborescences of any depth over the
+//!   overlay graph. Every member is a receiver (a conference session is a
+//!   broadcast), so by Edmonds' theorem the packable rate equals the
+//!   minimum over receivers of the max-flow — the network-coding rate —
+//!   without coding. The delay bound is enforced on every tree path.
+//! - [`Model::Star`] — Simulcast: the 1-hop star only.
+//! - [`Model::Mutualcast`] — Mutualcast (Li/Chou/Zhang, Chen et al.): the
+//!   1-hop star plus, for every receiver `r`, the depth-2 tree
+//!   `s → r → (all others)`.
+//!
+//! Packing uses Lovász's constructive proof of Edmonds' theorem (the greedy
+//! of Appendix A) on integer capacities (bits/s), so it is exact: each tree
+//! is grown edge by edge, always taking an edge whose removal (of one unit)
+//! keeps the residual graph's multicast capacity at `k − 1`; the finished
+//! tree then gets the largest rate `δ` that keeps the residual capacity at
+//! `k − δ` (found by bisection — the residual capacity is concave in `δ`).
+
+use crate::maxflow::{FlowGraph, INF, Scratch};
+use meshcast_core::Duration;
+
+/// Which trees a session may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Model {
+    /// 2-hop delay-bounded trees over `D_m` (the paper, §3).
+    TwoHop,
+    /// Delay-bounded arborescences of any depth (past the paper).
+    Deep,
+    /// The 1-hop star (Simulcast).
+    Star,
+    /// Star plus one depth-2 tree per relay (Mutualcast).
+    Mutualcast,
+}
+
+/// One session as its source sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionGraph<'a> {
+    /// Number of present members (indices `0..n`).
+    pub n: usize,
+    /// The source's index.
+    pub source: usize,
+    /// `rates[u * n + v]`: the session's rate on overlay link `u → v`,
+    /// bits/s (the diagonal is ignored).
+    pub rates: &'a [u64],
+    /// `delays[u * n + v]`: one-way delay of overlay link `u → v`.
+    pub delays: &'a [Duration],
+    /// The end-to-end delay bound `D`.
+    pub bound: Duration,
+}
+
+/// A tree of a session: occurrences of members, each with the occurrence
+/// it receives from. Occurrence 0 is the source.
+///
+/// In a 2-hop tree a member can occur twice: once as a relay fed by the
+/// source and once as a receiver fed by another relay (`D_m` models the
+/// two roles separately); only the relay occurrence has children.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tree {
+    /// `(member, parent occurrence)`; the source's parent is `None`.
+    pub occ: Vec<(usize, Option<usize>)>,
+}
+
+impl Tree {
+    /// The overlay links the tree uses, as `(from member, to member)`.
+    pub fn edges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.occ
+            .iter()
+            .filter_map(|&(m, p)| p.map(|p| (self.occ[p].0, m)))
+    }
+
+    /// Occurrences whose parent is `occ`.
+    pub fn children(&self, occ: usize) -> impl Iterator<Item = usize> + '_ {
+        self.occ
+            .iter()
+            .enumerate()
+            .filter(move |(_, (_, p))| *p == Some(occ))
+            .map(|(i, _)| i)
+    }
+
+    /// Depth (in overlay hops) of the deepest occurrence.
+    pub fn depth(&self) -> usize {
+        (0..self.occ.len())
+            .map(|mut i| {
+                let mut d = 0;
+                while let Some(p) = self.occ[i].1 {
+                    d += 1;
+                    i = p;
+                }
+                d
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Members the tree reaches (the source included).
+    pub fn members(&self) -> impl Iterator<Item = usize> + '_ {
+        self.occ.iter().map(|&(m, _)| m)
+    }
+}
+
+/// A tree and the rate it carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WeightedTree {
+    /// The tree.
+    pub tree: Tree,
+    /// Its rate, bits/s.
+    pub rate: u64,
+}
+
+/// A session's trees.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packing {
+    /// The trees, largest rate first.
+    pub trees: Vec<WeightedTree>,
+    /// Their total rate, bits/s.
+    pub rate: u64,
+}
+
+impl Packing {
+    /// The total rate the trees put on overlay link `u → v`.
+    pub fn load(&self, u: usize, v: usize) -> u64 {
+        self.trees
+            .iter()
+            .filter(|t| t.tree.edges().any(|e| e == (u, v)))
+            .map(|t| t.rate)
+            .sum()
+    }
+}
+
+/// A critical cut of a session (Definition 2): a cut separating the
+/// source from some receiver whose capacity is the session rate.
+///
+/// It is stored as two member sets so it fits a packet header: overlay link
+/// `s → v` crosses iff `v` is not on the relay side, and `u → v` (`u ≠ s`)
+/// crosses iff `u` is on the relay side and `v` is not on the receiver
+/// side. For the two-layer graph these are the `r_i` and `t_i` nodes on the
+/// source side; for the overlay graph both sets are the source side `Z`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// The session rate (= the cut's capacity), bits/s.
+    pub rate: u64,
+    /// The source.
+    pub source: usize,
+    /// `relay_side[i]`: member `i` relays from the source side.
+    pub relay_side: Vec<bool>,
+    /// `recv_side[i]`: member `i` receives on the source side.
+    pub recv_side: Vec<bool>,
+    /// Only links out of the source can cross (Simulcast).
+    pub source_links_only: bool,
+}
+
+impl Cut {
+    /// Whether overlay link `u → v` crosses the cut: the subgradient of the
+    /// session rate with respect to `c[u][v]` is 1 (eq. 12).
+    pub fn crosses(&self, u: usize, v: usize) -> bool {
+        crosses(
+            self.source,
+            u,
+            v,
+            |i| self.relay_side.get(i).copied().unwrap_or(true),
+            |i| self.recv_side.get(i).copied().unwrap_or(true),
+            self.source_links_only,
+        )
+    }
+}
+
+/// The crossing rule of [`Cut::crosses`] on any representation of the two
+/// sides (the wire format carries them as bit masks).
+pub fn crosses(
+    source: usize,
+    u: usize,
+    v: usize,
+    relay_side: impl Fn(usize) -> bool,
+    recv_side: impl Fn(usize) -> bool,
+    source_links_only: bool,
+) -> bool {
+    if u == v || v == source {
+        false
+    } else if u == source {
+        if source_links_only {
+            !recv_side(v)
+        } else {
+            !relay_side(v)
+        }
+    } else {
+        !source_links_only && relay_side(u) && !recv_side(v)
+    }
+}
+
+impl SessionGraph<'_> {
+    fn rate(&self, u: usize, v: usize) -> u64 {
+        self.rates[u * self.n + v]
+    }
+
+    fn delay(&self, u: usize, v: usize) -> Duration {
+        self.delays[u * self.n + v]
+    }
+
+    fn receivers(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.n).filter(move |&i| i != self.source)
+    }
+
+    fn check(&self) {
+        assert!(self.source < self.n, "source {} of {}", self.source, self.n);
+        assert_eq!(self.rates.len(), self.n * self.n, "rate matrix size");
+        assert_eq!(self.delays.len(), self.n * self.n, "delay matrix size");
+    }
+}
+
+/// The session rate `R_m(c_m, D)` the model can carry: eq. (5) for
+/// [`Model::TwoHop`], the minimum max-flow for [`Model::Deep`], and the
+/// best split over the fixed trees for the baselines.
+pub fn session_rate(g: &SessionGraph<'_>, model: Model) -> u64 {
+    g.check();
+    if g.n < 2 {
+        return 0;
+    }
+    match model {
+        Model::TwoHop => two_hop_closed_form(g),
+        Model::Deep => {
+            let (fg, recv) = deep_graph(g);
+            let mut s = Scratch::default();
+            fg.min_max_flow(0, &recv, &mut s).map_or(0, |(k, _)| k)
+        }
+        Model::Star => star(g).map_or(0, |(r, _)| r),
+        Model::Mutualcast => mutualcast_split(g).0,
+    }
+}
+
+/// Eq. (5): `min_j Σ_v min(c[s][v], c[v][j])`, with `c[j][j] = ∞` and the
+/// delay-infeasible edges left out.
+fn two_hop_closed_form(g: &SessionGraph<'_>) -> u64 {
+    let s = g.source;
+    g.receivers()
+        .map(|j| {
+            g.receivers()
+                .filter(|&v| g.delay(s, v) <= g.bound)
+                .map(|v| {
+                    let first = g.rate(s, v);
+                    if v == j {
+                        first
+                    } else if g.delay(s, v) + g.delay(v, j) <= g.bound {
+                        first.min(g.rate(v, j))
+                    } else {
+                        0
+                    }
+                })
+                .sum::<u64>()
+        })
+        .min()
+        .unwrap_or(0)
+}
+
+/// The two-layer graph `D_m`: node 0 is the source, `1 + i` the relay
+/// node and `n + i` the receiver node of the `i`-th receiver.
+fn two_layer_graph(g: &SessionGraph<'_>) -> (FlowGraph, Vec<usize>, Vec<usize>) {
+    let recv: Vec<usize> = g.receivers().collect();
+    let k = recv.len();
+    let mut fg = FlowGraph::new(1 + 2 * k);
+    let s = g.source;
+    for (i, &ri) in recv.iter().enumerate() {
+        if g.delay(s, ri) > g.bound {
+            continue;
+        }
+        fg.set(0, 1 + i, g.rate(s, ri));
+        fg.set(1 + i, 1 + k + i, INF);
+        for (j, &rj) in recv.iter().enumerate() {
+            if i != j && g.delay(s, ri) + g.delay(ri, rj) <= g.bound {
+                fg.set(1 + i, 1 + k + j, g.rate(ri, rj));
+            }
+        }
+    }
+    let sinks = (0..k).map(|j| 1 + k + j).collect();
+    (fg, recv, sinks)
+}
+
+/// Shortest overlay delays from the source.
+fn delays_from_source(g: &SessionGraph<'_>) -> Vec<Duration> {
+    let n = g.n;
+    let mut dist = vec![Duration::MAX; n];
+    let mut done = vec![false; n];
+    dist[g.source] = Duration::ZERO;
+    for _ in 0..n {
+        let Some(u) = (0..n)
+            .filter(|&u| !done[u] && dist[u] < Duration::MAX)
+            .min_by_key(|&u| dist[u])
+        else {
+            break;
+        };
+        done[u] = true;
+        for v in 0..n {
+            if v != u {
+                let d = dist[u].saturating_add(g.delay(u, v));
+                if d < dist[v] {
+                    dist[v] = d;
+                }
+            }
+        }
+    }
+    dist
+}
+
+/// The overlay graph for [`Model::Deep`] with node 0 the source (members
+/// are renumbered so the source comes first) and every edge that lies on
+/// some path within the bound. Returns the graph and its receivers.
+fn deep_graph(g: &SessionGraph<'_>) -> (FlowGraph, Vec<usize>) {
+    let order = deep_order(g);
+    let n = g.n;
+    let ds = delays_from_source(g);
+    let mut fg = FlowGraph::new(n);
+    for (a, &u) in order.iter().enumerate() {
+        for (b, &v) in order.iter().enumerate() {
+            if a != b && b != 0 && ds[u].saturating_add(g.delay(u, v)) <= g.bound {
+                fg.set(a, b, g.rate(u, v));
+            }
+        }
+    }
+    (fg, (1..n).collect())
+}
+
+/// Members in the order of the deep graph's nodes: source first.
+fn deep_order(g: &SessionGraph<'_>) -> Vec<usize> {
+    std::iter::once(g.source).chain(g.receivers()).collect()
+}
+
+/// Simulcast: the star's rate and the receiver that limits it.
+fn star(g: &SessionGraph<'_>) -> Option<(u64, usize)> {
+    let s = g.source;
+    g.receivers()
+        .map(|t| {
+            let c = if g.delay(s, t) <= g.bound {
+                g.rate(s, t)
+            } else {
+                0
+            };
+            (c, t)
+        })
+        .min()
+}
+
+/// Mutualcast: the best split `(total, star rate, per-relay rates)` of
+/// the source's links between the star and the depth-2 trees.
+fn mutualcast_split(g: &SessionGraph<'_>) -> (u64, u64, Vec<(usize, u64)>) {
+    let s = g.source;
+    let recv: Vec<usize> = g.receivers().collect();
+    // m_r: what relay r can forward to every other receiver within the bound.
+    let relay: Vec<(usize, u64, u64)> = recv
+        .iter()
+        .filter(|&&r| g.delay(s, r) <= g.bound)
+        .map(|&r| {
+            let fwd = recv
+                .iter()
+                .filter(|&&t| t != r)
+                .map(|&t| {
+                    if g.delay(s, r) + g.delay(r, t) <= g.bound {
+                        g.rate(r, t)
+                    } else {
+                        0
+                    }
+                })
+                .min()
+                .unwrap_or(INF);
+            (r, g.rate(s, r), fwd)
+        })
+        .collect();
+    let star_cap = if relay.len() == recv.len() {
+        relay.iter().map(|&(_, c, _)| c).min().unwrap_or(0)
+    } else {
+        0
+    };
+    let value = |x0: u64| -> u64 {
+        x0 + relay
+            .iter()
+            .map(|&(_, c, m)| (c - x0.min(c)).min(m))
+            .sum::<u64>()
+    };
+    let mut candidates = vec![0, star_cap];
+    candidates.extend(
+        relay
+            .iter()
+            .filter_map(|&(_, c, m)| c.checked_sub(m))
+            .filter(|&x| x <= star_cap),
+    );
+    let x0 = candidates
+        .into_iter()
+        .max_by_key(|&x| (value(x), std::cmp::Reverse(x)))
+        .unwrap_or(0);
+    let per_relay = relay
+        .iter()
+        .map(|&(r, c, m)| (r, (c - x0.min(c)).min(m)))
+        .collect();
+    (value(x0), x0, per_relay)
+}
+
+/// Pack the session's trees (Algorithm 2 line 1).
+pub fn pack(g: &SessionGraph<'_>, model: Model) -> Packing {
+    g.check();
+    if g.n < 2 {
+        return Packing::default();
+    }
+    let s = g.source;
+    let mut trees: Vec<WeightedTree> = match model {
+        Model::Star => star(g)
+            .filter(|&(r, _)| r > 0)
+            .map(|(r, _)| WeightedTree {
+                tree: star_tree(g),
+                rate: r,
+            })
+            .into_iter()
+            .collect(),
+        Model::Mutualcast => {
+            let (_, x0, per_relay) = mutualcast_split(g);
+            let mut v = Vec::new();
+            if x0 > 0 {
+                v.push(WeightedTree {
+                    tree: star_tree(g),
+                    rate: x0,
+                });
+            }
+            for (r, x) in per_relay {
+                if x > 0 {
+                    let mut occ = vec![(s, None), (r, Some(0))];
+                    occ.extend(g.receivers().filter(|&t| t != r).map(|t| (t, Some(1))));
+                    v.push(WeightedTree {
+                        tree: Tree { occ },
+                        rate: x,
+                    });
+                }
+            }
+            v
+        }
+        Model::TwoHop => {
+            let (fg, recv, sinks) = two_layer_graph(g);
+            let k = recv.len();
+            greedy_arborescences(&fg, &sinks, None)
+                .into_iter()
+                .map(|(parent, rate)| {
+                    // Fold D_m back onto members: r_i -> occurrence of
+                    // member i fed by s; t_j -> occurrence fed by a relay
+                    // (or, for t_i under r_i, nothing new).
+                    let mut occ = vec![(s, None)];
+                    let mut relay_occ = vec![None; k];
+                    for i in 0..k {
+                        if parent[1 + i] == Some(0) {
+                            occ.push((recv[i], Some(0)));
+                            relay_occ[i] = Some(occ.len() - 1);
+                        }
+                    }
+                    for j in 0..k {
+                        if let Some(p) = parent[1 + k + j] {
+                            let i = p - 1;
+                            if i != j {
+                                let po = relay_occ[i].expect("a receiver's relay is in the tree");
+                                occ.push((recv[j], Some(po)));
+                            }
+                        }
+                    }
+                    WeightedTree {
+                        tree: Tree { occ },
+                        rate,
+                    }
+                })
+                .collect()
+        }
+        Model::Deep => {
+            let (fg, recv) = deep_graph(g);
+            let order = deep_order(g);
+            let delay = |a: usize, b: usize| g.delay(order[a], order[b]);
+            greedy_arborescences(&fg, &recv, Some((&delay, g.bound)))
+                .into_iter()
+                .map(|(parent, rate)| {
+                    // Occurrences in breadth-first order from the source.
+                    let mut occ = vec![(order[0], None)];
+                    let mut occ_of = vec![None; order.len()];
+                    occ_of[0] = Some(0);
+                    let mut frontier = vec![0usize];
+                    while let Some(u) = frontier.pop() {
+                        for v in 0..order.len() {
+                            if parent[v] == Some(u) {
+                                occ.push((order[v], occ_of[u]));
+                                occ_of[v] = Some(occ.len() - 1);
+                                frontier.insert(0, v);
+                            }
+                        }
+                    }
+                    WeightedTree {
+                        tree: Tree { occ },
+                        rate,
+                    }
+                })
+                .collect()
+        }
+    };
+    // Merge equal trees, largest rate first, ties by structure.
+    trees.sort_by(|a, b| a.tree.cmp(&b.tree));
+    let mut merged: Vec<WeightedTree> = Vec::new();
+    for t in trees {
+        match merged.last_mut() {
+            Some(last) if last.tree == t.tree => last.rate += t.rate,
+            _ => merged.push(t),
+        }
+    }
+    merged.sort_by(|a, b| b.rate.cmp(&a.rate).then_with(|| a.tree.cmp(&b.tree)));
+    let rate = merged.iter().map(|t| t.rate).sum();
+    Packing {
+        trees: merged,
+        rate,
+    }
+}
+
+fn star_tree(g: &SessionGraph<'_>) -> Tree {
+    let mut occ = vec![(g.source, None)];
+    occ.extend(g.receivers().map(|t| (t, Some(0))));
+    Tree { occ }
+}
+
+type DelayFn<'a> = (&'a dyn Fn(usize, usize) -> Duration, Duration);
+
+/// Lovász's greedy (Appendix A) on integer capacities from node 0 to
+/// `sinks`. Returns `(parent per node, rate)` per tree. With a delay
+/// function, a tree edge is only taken if the path to its head stays
+/// within the bound; when that leaves no edge keeping the invariant the
+/// best remaining edge is taken and the tree gets its bottleneck rate.
+fn greedy_arborescences(
+    fg: &FlowGraph,
+    sinks: &[usize],
+    delay: Option<DelayFn<'_>>,
+) -> Vec<(Vec<Option<usize>>, u64)> {
+    let n = fg.n;
+    let mut g = fg.clone();
+    let mut scratch = Scratch::default();
+    let capacity = |g: &FlowGraph, s: &mut Scratch| g.min_max_flow(0, sinks, s).map_or(0, |x| x.0);
+    let mut k = capacity(&g, &mut scratch);
+    let mut out = Vec::new();
+    let mut is_sink = vec![false; n];
+    for &t in sinks {
+        is_sink[t] = true;
+    }
+    let max_trees = 4 * n * n + 64;
+    let mut probe = g.clone();
+    while k > 0 && out.len() < max_trees {
+        let mut parent: Vec<Option<usize>> = vec![None; n];
+        let mut in_tree = vec![false; n];
+        let mut depth = vec![Duration::ZERO; n];
+        in_tree[0] = true;
+        let mut edges: Vec<(usize, usize)> = Vec::new();
+        let mut missing = sinks.len();
+        let mut exact = true;
+        while missing > 0 {
+            let mut cand: Vec<(usize, usize)> = Vec::new();
+            for u in (0..n).filter(|&u| in_tree[u]) {
+                for v in (0..n).filter(|&v| !in_tree[v]) {
+                    if g.get(u, v) == 0 {
+                        continue;
+                    }
+                    if let Some((d, bound)) = &delay
+                        && depth[u].saturating_add(d(u, v)) > *bound
+                    {
+                        continue;
+                    }
+                    cand.push((u, v));
+                }
+            }
+            if cand.is_empty() {
+                return out;
+            }
+            // Free edges first (r_i -> t_i), then edges into receivers,
+            // then the widest.
+            cand.sort_by_key(|&(u, v)| {
+                (
+                    std::cmp::Reverse(g.get(u, v) >= INF),
+                    std::cmp::Reverse(is_sink[v]),
+                    std::cmp::Reverse(g.get(u, v)),
+                    u,
+                    v,
+                )
+            });
+            let mut chosen = None;
+            for &(u, v) in &cand {
+                if g.get(u, v) >= INF {
+                    chosen = Some((u, v));
+                    break;
+                }
+                probe.cap.copy_from_slice(&g.cap);
+                for &(a, b) in edges.iter().chain(std::iter::once(&(u, v))) {
+                    let c = probe.get(a, b);
+                    if c < INF {
+                        probe.set(a, b, c - 1);
+                    }
+                }
+                if capacity(&probe, &mut scratch) + 1 >= k {
+                    chosen = Some((u, v));
+                    break;
+                }
+            }
+            let (u, v) = chosen.unwrap_or_else(|| {
+                exact = false;
+                cand[0]
+            });
+            parent[v] = Some(u);
+            in_tree[v] = true;
+            if let Some((d, _)) = &delay {
+                depth[v] = depth[u].saturating_add(d(u, v));
+            }
+            edges.push((u, v));
+            if is_sink[v] {
+                missing -= 1;
+            }
+        }
+        let bottleneck = edges
+            .iter()
+            .map(|&(u, v)| g.get(u, v))
+            .filter(|&c| c < INF)
+            .min()
+            .unwrap_or(k)
+            .min(k);
+        let rate = if exact {
+            // Largest δ with capacity(g - δ·1_T) = k - δ (an interval
+            // [0, δ*] since capacity(g - δ·1_T) + δ is concave and ≤ k).
+            let fits = |d: u64, probe: &mut FlowGraph, scratch: &mut Scratch| {
+                probe.cap.copy_from_slice(&g.cap);
+                for &(a, b) in &edges {
+                    let c = probe.get(a, b);
+                    if c < INF {
+                        probe.set(a, b, c - d);
+                    }
+                }
+                capacity(probe, scratch) + d >= k
+            };
+            let (mut lo, mut hi) = (1u64, bottleneck);
+            if fits(hi, &mut probe, &mut scratch) {
+                lo = hi;
+            } else {
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if fits(mid, &mut probe, &mut scratch) {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+            }
+            lo
+        } else {
+            bottleneck
+        };
+        for &(u, v) in &edges {
+            let c = g.get(u, v);
+            if c < INF {
+                g.set(u, v, c - rate);
+            }
+        }
+        out.push((parent, rate));
+        k = capacity(&g, &mut scratch);
+    }
+    out
+}
+
+/// A critical cut of the session (§5.2): the minimum cut towards the
+/// receiver with the smallest max-flow.
+pub fn critical_cut(g: &SessionGraph<'_>, model: Model) -> Cut {
+    g.check();
+    let n = g.n;
+    let all = |b: bool| vec![b; n];
+    let mut scratch = Scratch::default();
+    match model {
+        Model::Star => {
+            let (rate, t) = star(g).unwrap_or((0, g.source));
+            let mut recv_side = all(true);
+            recv_side[t] = t == g.source;
+            Cut {
+                rate,
+                source: g.source,
+                relay_side: all(true),
+                recv_side,
+                source_links_only: true,
+            }
+        }
+        Model::TwoHop | Model::Mutualcast => {
+            let (fg, recv, sinks) = two_layer_graph(g);
+            let k = recv.len();
+            let (mut relay_side, mut recv_side) = (all(true), all(true));
+            let mut rate = 0;
+            if let Some((r, t)) = fg.min_max_flow(0, &sinks, &mut scratch) {
+                fg.max_flow(0, t, &mut scratch);
+                let side = fg.source_side(0, &mut scratch);
+                for (i, &m) in recv.iter().enumerate() {
+                    relay_side[m] = side[1 + i];
+                    recv_side[m] = side[1 + k + i];
+                }
+                rate = if model == Model::Mutualcast {
+                    mutualcast_split(g).0
+                } else {
+                    r
+                };
+            }
+            Cut {
+                rate,
+                source: g.source,
+                relay_side,
+                recv_side,
+                source_links_only: false,
+            }
+        }
+        Model::Deep => {
+            let (fg, recv) = deep_graph(g);
+            let order = deep_order(g);
+            let mut sides = all(true);
+            let mut rate = 0;
+            if let Some((r, t)) = fg.min_max_flow(0, &recv, &mut scratch) {
+                fg.max_flow(0, t, &mut scratch);
+                let side = fg.source_side(0, &mut scratch);
+                for (a, &m) in order.iter().enumerate() {
+                    sides[m] = side[a];
+                }
+                rate = r;
+            }
+            Cut {
+                rate,
+                source: g.source,
+                relay_side: sides.clone(),
+                recv_side: sides,
+                source_links_only: false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "packing_tests.rs"]
+mod tests;

@@ -1,0 +1,209 @@
+use super::*;
+use proptest::prelude::*;
+
+fn graph<'a>(n: usize, s: usize, rates: &'a [u64], delays: &'a [Duration]) -> SessionGraph<'a> {
+    SessionGraph {
+        n,
+        source: s,
+        rates,
+        delays,
+        bound: Duration::from_millis(200),
+    }
+}
+
+/// Every tree reaches every receiver, path delays stay within the bound,
+/// and the trees' total load on each link stays within its rate.
+fn check_packing(g: &SessionGraph<'_>, p: &Packing, model: Model) {
+    for t in &p.trees {
+        assert!(t.rate > 0);
+        let reached: std::collections::BTreeSet<usize> = t.tree.members().collect();
+        assert_eq!(reached.len(), g.n, "tree {:?} misses a member", t.tree);
+        for (i, &(_, parent)) in t.tree.occ.iter().enumerate() {
+            let mut d = Duration::ZERO;
+            let (mut at, mut up) = (i, parent);
+            while let Some(p) = up {
+                d = d + g.delay(t.tree.occ[p].0, t.tree.occ[at].0);
+                at = p;
+                up = t.tree.occ[p].1;
+            }
+            assert!(d <= g.bound, "path over the bound in {:?}", t.tree);
+        }
+        if model == Model::TwoHop || model == Model::Mutualcast {
+            assert!(t.tree.depth() <= 2);
+        }
+    }
+    for u in 0..g.n {
+        for v in 0..g.n {
+            if u != v {
+                assert!(p.load(u, v) <= g.rate(u, v), "link {u}->{v} overloaded");
+            }
+        }
+    }
+    assert_eq!(p.rate, p.trees.iter().map(|t| t.rate).sum::<u64>());
+}
+
+#[test]
+fn figure_3_unit_graph_packs_one_tree_per_unit() {
+    // s and three receivers, every link of capacity 1 unit (1000 b/s).
+    let n = 4;
+    let rates = vec![1000; n * n];
+    let delays = vec![Duration::ZERO; n * n];
+    let g = graph(n, 0, &rates, &delays);
+    // Each receiver: 1 (direct) + 2 (via the two other relays) = 3.
+    assert_eq!(session_rate(&g, Model::TwoHop), 3000);
+    let p = pack(&g, Model::TwoHop);
+    assert_eq!(p.rate, 3000);
+    check_packing(&g, &p, Model::TwoHop);
+}
+
+#[test]
+fn dumbbell_session_a_beats_simulcast_and_mutualcast() {
+    // A=0, B=1 in one office, C=2, D=3 in the other. The source-A rates
+    // of the optimum: A->B 240, B->C 240, C->D 240 and nothing else.
+    let n = 4;
+    let mut rates = vec![0; n * n];
+    rates[1] = 240_000; // A->B
+    rates[n + 2] = 240_000; // B->C
+    rates[2 * n + 3] = 240_000; // C->D
+    let delays = vec![Duration::ZERO; n * n];
+    let g = graph(n, 0, &rates, &delays);
+    // 2-hop trees cannot use A->B->C->D: D is 3 hops away.
+    assert_eq!(session_rate(&g, Model::TwoHop), 0);
+    assert_eq!(session_rate(&g, Model::Deep), 240_000);
+    let p = pack(&g, Model::Deep);
+    check_packing(&g, &p, Model::Deep);
+    assert_eq!(p.trees.len(), 1);
+    assert_eq!(p.trees[0].tree.depth(), 3);
+    // The 2-hop optimum instead: A->B 240, B->C 240, B->D 240.
+    let mut rates = vec![0; n * n];
+    rates[1] = 240_000;
+    rates[n + 2] = 240_000;
+    rates[n + 3] = 240_000;
+    let g = graph(n, 0, &rates, &delays);
+    assert_eq!(session_rate(&g, Model::TwoHop), 240_000);
+    let p = pack(&g, Model::TwoHop);
+    check_packing(&g, &p, Model::TwoHop);
+    assert_eq!(p.rate, 240_000);
+    assert_eq!(session_rate(&g, Model::Star), 0);
+    assert_eq!(session_rate(&g, Model::Mutualcast), 240_000);
+}
+
+#[test]
+fn critical_cut_matches_figure_5_idea() {
+    // s=0 reaches 1 and 2 well; 3 only through 1 and 2 at one unit each.
+    let n = 4;
+    let mut rates = vec![0; n * n];
+    rates[1] = 5;
+    rates[2] = 5;
+    rates[n + 2] = 5;
+    rates[2 * n + 1] = 5;
+    rates[n + 3] = 1;
+    rates[2 * n + 3] = 1;
+    let delays = vec![Duration::ZERO; n * n];
+    let g = graph(n, 0, &rates, &delays);
+    for model in [Model::TwoHop, Model::Deep] {
+        let cut = critical_cut(&g, model);
+        assert_eq!(cut.rate, 2, "{model:?}");
+        let crossing: Vec<(usize, usize)> = (0..n)
+            .flat_map(|u| (0..n).map(move |v| (u, v)))
+            .filter(|&(u, v)| cut.crosses(u, v))
+            .collect();
+        let cap: u64 = crossing.iter().map(|&(u, v)| rates[u * n + v]).sum();
+        assert_eq!(cap, 2, "{model:?}: {crossing:?}");
+        assert!(crossing.contains(&(1, 3)) && crossing.contains(&(2, 3)));
+    }
+    let cut = critical_cut(&g, Model::Star);
+    assert_eq!(cut.rate, 0);
+    assert!(cut.crosses(0, 3));
+    assert!(!cut.crosses(1, 3));
+    assert!(!cut.crosses(0, 1));
+}
+
+#[test]
+fn delay_bound_prunes_paths() {
+    // Every link 150 ms: only 1-hop paths fit 200 ms.
+    let n = 3;
+    let rates = vec![1000; n * n];
+    let delays = vec![Duration::from_millis(150); n * n];
+    let g = graph(n, 0, &rates, &delays);
+    assert_eq!(session_rate(&g, Model::TwoHop), 1000);
+    assert_eq!(session_rate(&g, Model::Deep), 1000);
+    for model in [Model::TwoHop, Model::Deep, Model::Star, Model::Mutualcast] {
+        let p = pack(&g, model);
+        check_packing(&g, &p, model);
+        assert_eq!(p.rate, 1000, "{model:?}");
+    }
+}
+
+fn rates_and_delays(
+    max_n: usize,
+) -> impl Strategy<Value = (usize, usize, Vec<u64>, Vec<Duration>)> {
+    (2..=max_n).prop_flat_map(|n| {
+        (
+            Just(n),
+            0..n,
+            proptest::collection::vec(prop_oneof![Just(0u64), 0u64..2_000_000], n * n),
+            proptest::collection::vec(0u64..150, n * n),
+        )
+            .prop_map(|(n, s, r, d)| (n, s, r, d.into_iter().map(Duration::from_millis).collect()))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Theorem 1/2: the greedy packs exactly the closed form (4)/(5).
+    #[test]
+    fn two_hop_packing_equals_closed_form((n, s, rates, delays) in rates_and_delays(7)) {
+        let g = graph(n, s, &rates, &delays);
+        let p = pack(&g, Model::TwoHop);
+        check_packing(&g, &p, Model::TwoHop);
+        prop_assert_eq!(p.rate, session_rate(&g, Model::TwoHop));
+        prop_assert_eq!(critical_cut(&g, Model::TwoHop).rate, p.rate);
+    }
+
+    /// Without a binding delay bound, deep trees pack the min max-flow
+    /// (Edmonds), which is never below the 2-hop rate.
+    #[test]
+    fn deep_packing_equals_min_max_flow((n, s, rates, _d) in rates_and_delays(6)) {
+        let delays = vec![Duration::ZERO; n * n];
+        let g = graph(n, s, &rates, &delays);
+        let p = pack(&g, Model::Deep);
+        check_packing(&g, &p, Model::Deep);
+        let r = session_rate(&g, Model::Deep);
+        prop_assert_eq!(p.rate, r);
+        prop_assert!(r >= session_rate(&g, Model::TwoHop));
+        let cut = critical_cut(&g, Model::Deep);
+        prop_assert_eq!(cut.rate, r);
+        let cap: u64 = (0..n)
+            .flat_map(|u| (0..n).map(move |v| (u, v)))
+            .filter(|&(u, v)| cut.crosses(u, v))
+            .map(|(u, v)| rates[u * n + v])
+            .sum();
+        prop_assert_eq!(cap, r);
+    }
+
+    /// With delays, deep trees respect the bound and never exceed the
+    /// min max-flow over the delay-feasible links.
+    #[test]
+    fn deep_packing_with_delays_is_feasible((n, s, rates, delays) in rates_and_delays(6)) {
+        let g = graph(n, s, &rates, &delays);
+        let p = pack(&g, Model::Deep);
+        check_packing(&g, &p, Model::Deep);
+        prop_assert!(p.rate <= session_rate(&g, Model::Deep));
+    }
+
+    /// Baselines: packed rates equal their session rates and are never
+    /// above the 2-hop rate.
+    #[test]
+    fn baselines_are_feasible((n, s, rates, delays) in rates_and_delays(6)) {
+        let g = graph(n, s, &rates, &delays);
+        let two_hop = session_rate(&g, Model::TwoHop);
+        for model in [Model::Star, Model::Mutualcast] {
+            let p = pack(&g, model);
+            check_packing(&g, &p, model);
+            prop_assert_eq!(p.rate, session_rate(&g, model));
+            prop_assert!(p.rate <= two_hop);
+        }
+    }
+}
