@@ -532,6 +532,7 @@ type DelayFn<'a> = (&'a dyn Fn(usize, usize) -> Duration, Duration);
 /// function, a tree edge is only taken if the path to its head stays
 /// within the bound; when that leaves no edge keeping the invariant the
 /// best remaining edge is taken and the tree gets its bottleneck rate.
+/// Branches that end in no sink are pruned before the rate is set.
 fn greedy_arborescences(
     fg: &FlowGraph,
     sinks: &[usize],
@@ -550,72 +551,59 @@ fn greedy_arborescences(
     let max_trees = 4 * n * n + 64;
     let mut probe = g.clone();
     while k > 0 && out.len() < max_trees {
-        let mut parent: Vec<Option<usize>> = vec![None; n];
-        let mut in_tree = vec![false; n];
-        let mut depth = vec![Duration::ZERO; n];
-        in_tree[0] = true;
-        let mut edges: Vec<(usize, usize)> = Vec::new();
-        let mut missing = sinks.len();
-        let mut exact = true;
-        while missing > 0 {
-            let mut cand: Vec<(usize, usize)> = Vec::new();
-            for u in (0..n).filter(|&u| in_tree[u]) {
-                for v in (0..n).filter(|&v| !in_tree[v]) {
-                    if g.get(u, v) == 0 {
-                        continue;
-                    }
-                    if let Some((d, bound)) = &delay
-                        && depth[u].saturating_add(d(u, v)) > *bound
-                    {
-                        continue;
-                    }
-                    cand.push((u, v));
-                }
-            }
-            if cand.is_empty() {
+        let mut st = Grow {
+            parent: vec![None; n],
+            in_tree: vec![false; n],
+            depth: vec![Duration::ZERO; n],
+            edges: Vec::new(),
+            missing: sinks.len(),
+        };
+        st.in_tree[0] = true;
+        let mut search = Search {
+            g: &g,
+            k,
+            is_sink: &is_sink,
+            delay: delay.as_ref(),
+            probe: &mut probe,
+            scratch: &mut scratch,
+            budget: 64 * n * n,
+            capacity: &capacity,
+        };
+        let mut exact = search.grow(&mut st, true);
+        if !exact {
+            // Out of budget (or, with a delay bound, no invariant-keeping
+            // tree exists): grow greedily with the best edges.
+            st = Grow {
+                parent: vec![None; n],
+                in_tree: vec![false; n],
+                depth: vec![Duration::ZERO; n],
+                edges: Vec::new(),
+                missing: sinks.len(),
+            };
+            st.in_tree[0] = true;
+            if !search.grow(&mut st, false) {
                 return out;
             }
-            // Free edges first (r_i -> t_i), then edges into receivers,
-            // then the widest.
-            cand.sort_by_key(|&(u, v)| {
-                (
-                    std::cmp::Reverse(g.get(u, v) >= INF),
-                    std::cmp::Reverse(is_sink[v]),
-                    std::cmp::Reverse(g.get(u, v)),
-                    u,
-                    v,
-                )
-            });
-            let mut chosen = None;
-            for &(u, v) in &cand {
-                if g.get(u, v) >= INF {
-                    chosen = Some((u, v));
-                    break;
-                }
-                probe.cap.copy_from_slice(&g.cap);
-                for &(a, b) in edges.iter().chain(std::iter::once(&(u, v))) {
-                    let c = probe.get(a, b);
-                    if c < INF {
-                        probe.set(a, b, c - 1);
-                    }
-                }
-                if capacity(&probe, &mut scratch) + 1 >= k {
-                    chosen = Some((u, v));
-                    break;
-                }
+            exact = false;
+        }
+        let Grow {
+            mut parent,
+            mut edges,
+            ..
+        } = st;
+        // Prune branches that reach no sink (a relay taken for receivers
+        // that were then reached another way).
+        loop {
+            let before = edges.len();
+            let heads: Vec<usize> = edges.iter().map(|&(a, _)| a).collect();
+            edges.retain(|&(_, v)| is_sink[v] || heads.contains(&v));
+            if edges.len() == before {
+                break;
             }
-            let (u, v) = chosen.unwrap_or_else(|| {
-                exact = false;
-                cand[0]
-            });
-            parent[v] = Some(u);
-            in_tree[v] = true;
-            if let Some((d, _)) = &delay {
-                depth[v] = depth[u].saturating_add(d(u, v));
-            }
-            edges.push((u, v));
-            if is_sink[v] {
-                missing -= 1;
+        }
+        for v in 0..n {
+            if parent[v].is_some() && !edges.iter().any(|&(_, b)| b == v) {
+                parent[v] = None;
             }
         }
         let bottleneck = edges
@@ -665,6 +653,120 @@ fn greedy_arborescences(
         k = capacity(&g, &mut scratch);
     }
     out
+}
+
+/// A tree being grown.
+struct Grow {
+    parent: Vec<Option<usize>>,
+    in_tree: Vec<bool>,
+    depth: Vec<Duration>,
+    edges: Vec<(usize, usize)>,
+    missing: usize,
+}
+
+/// Growing one tree of Lovász's greedy, with backtracking: in a two-layer
+/// graph (a Steiner problem, not a spanning one) an edge that keeps the
+/// invariant now can lead to a state where no edge does, so a dead end
+/// undoes the last choice and tries the next candidate.
+struct Search<'a> {
+    g: &'a FlowGraph,
+    k: u64,
+    is_sink: &'a [bool],
+    delay: Option<&'a DelayFn<'a>>,
+    probe: &'a mut FlowGraph,
+    scratch: &'a mut Scratch,
+    /// Capacity evaluations left before giving up on exactness.
+    budget: usize,
+    capacity: &'a dyn Fn(&FlowGraph, &mut Scratch) -> u64,
+}
+
+impl Search<'_> {
+    /// Whether removing one unit of every tree edge plus `e` keeps the
+    /// residual capacity at `k − 1` (condition (ii) of Appendix A).
+    fn keeps_invariant(&mut self, edges: &[(usize, usize)], e: (usize, usize)) -> bool {
+        if self.g.get(e.0, e.1) >= INF {
+            return true;
+        }
+        self.budget = self.budget.saturating_sub(1);
+        self.probe.cap.copy_from_slice(&self.g.cap);
+        for &(a, b) in edges.iter().chain(std::iter::once(&e)) {
+            let c = self.probe.get(a, b);
+            if c < INF {
+                self.probe.set(a, b, c - 1);
+            }
+        }
+        (self.capacity)(self.probe, self.scratch) + 1 >= self.k
+    }
+
+    /// Grow `st` until it reaches every sink. With `exact`, only edges
+    /// keeping the invariant are taken (backtracking on dead ends while
+    /// the budget lasts); without, the first candidate is taken.
+    fn grow(&mut self, st: &mut Grow, exact: bool) -> bool {
+        if st.missing == 0 {
+            return true;
+        }
+        if exact && self.budget == 0 {
+            return false;
+        }
+        let n = self.g.n;
+        let mut cand: Vec<(usize, usize)> = Vec::new();
+        for u in (0..n).filter(|&u| st.in_tree[u]) {
+            for v in (0..n).filter(|&v| !st.in_tree[v]) {
+                if self.g.get(u, v) == 0 {
+                    continue;
+                }
+                if let Some((d, bound)) = self.delay
+                    && st.depth[u].saturating_add(d(u, v)) > *bound
+                {
+                    continue;
+                }
+                cand.push((u, v));
+            }
+        }
+        // Free edges first (r_i -> t_i), then edges into receivers, then
+        // the widest.
+        let g = self.g;
+        let is_sink = self.is_sink;
+        cand.sort_by_key(|&(u, v)| {
+            (
+                std::cmp::Reverse(g.get(u, v) >= INF),
+                std::cmp::Reverse(is_sink[v]),
+                std::cmp::Reverse(g.get(u, v)),
+                u,
+                v,
+            )
+        });
+        for (u, v) in cand {
+            if exact && !self.keeps_invariant(&st.edges, (u, v)) {
+                if self.budget == 0 {
+                    return false;
+                }
+                continue;
+            }
+            st.parent[v] = Some(u);
+            st.in_tree[v] = true;
+            if let Some((d, _)) = self.delay {
+                st.depth[v] = st.depth[u].saturating_add(d(u, v));
+            }
+            st.edges.push((u, v));
+            if self.is_sink[v] {
+                st.missing -= 1;
+            }
+            if self.grow(st, exact) {
+                return true;
+            }
+            if self.is_sink[v] {
+                st.missing += 1;
+            }
+            st.edges.pop();
+            st.in_tree[v] = false;
+            st.parent[v] = None;
+            if !exact || self.budget == 0 {
+                return false;
+            }
+        }
+        false
+    }
 }
 
 /// A critical cut of the session (§5.2): the minimum cut towards the

@@ -152,14 +152,16 @@ fn rates_and_delays(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
-    /// Theorem 1/2: the greedy packs exactly the closed form (4)/(5).
+    /// The critical cut's capacity is the closed form (4)/(5), and the
+    /// packing never exceeds it nor any link rate.
     #[test]
-    fn two_hop_packing_equals_closed_form((n, s, rates, delays) in rates_and_delays(7)) {
+    fn two_hop_cut_has_the_closed_form_capacity((n, s, rates, delays) in rates_and_delays(7)) {
         let g = graph(n, s, &rates, &delays);
         let p = pack(&g, Model::TwoHop);
         check_packing(&g, &p, Model::TwoHop);
-        prop_assert_eq!(p.rate, session_rate(&g, Model::TwoHop));
-        prop_assert_eq!(critical_cut(&g, Model::TwoHop).rate, p.rate);
+        let r = session_rate(&g, Model::TwoHop);
+        prop_assert!(p.rate <= r);
+        prop_assert_eq!(critical_cut(&g, Model::TwoHop).rate, r);
     }
 
     /// Without a binding delay bound, deep trees pack the min max-flow
@@ -206,4 +208,61 @@ proptest! {
             prop_assert!(p.rate <= two_hop);
         }
     }
+}
+/// Theorem 1 claims the greedy packs the closed form (4)/(5) on every
+/// two-layer graph. It cannot: `D_m` is a Steiner problem, and here the
+/// minimum cut is 2 units while no two — not even 1.5 fractional — units of
+/// 2-hop trees exist (the relays' covers of the receivers {0,1,2,3,5} are
+/// {0,1,2}, {1,5}, {0,2,5}, each pair of which shares a relay link).
+#[test]
+fn theorem_1_counterexample() {
+    let n = 6;
+    let s = 4;
+    let big = 1_000_000;
+    let mut rates = vec![0; n * n];
+    let mut set = |u: usize, v: usize, c: u64| rates[u * n + v] = c;
+    for r in [0, 1, 2, 5] {
+        set(s, r, 1000);
+    }
+    set(0, 3, big);
+    set(1, 2, big);
+    set(1, 3, big);
+    set(2, 5, big);
+    set(5, 0, 1000);
+    set(5, 1, 1000);
+    let delays = vec![Duration::ZERO; n * n];
+    let g = graph(n, s, &rates, &delays);
+    assert_eq!(session_rate(&g, Model::TwoHop), 2000);
+    let p = pack(&g, Model::TwoHop);
+    check_packing(&g, &p, Model::TwoHop);
+    assert!(p.rate >= 1000 && p.rate <= 1500, "{}", p.rate);
+    // Deeper trees (and coding) do reach the cut here.
+    assert_eq!(session_rate(&g, Model::Deep), 2000);
+    assert_eq!(pack(&g, Model::Deep).rate, 2000);
+}
+
+/// On random graphs the greedy packs the closed form almost always and
+/// never more; the measured shortfall is recorded in docs/celerity.md.
+#[test]
+fn two_hop_packing_reaches_the_closed_form_almost_always() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strat = rates_and_delays(8);
+    let (mut short, mut total) = (0, 0);
+    for _ in 0..5000 {
+        let (n, s, rates, delays) = strat
+            .new_tree(&mut runner)
+            .expect("strategy generates")
+            .current();
+        let g = graph(n, s, &rates, &delays);
+        let p = pack(&g, Model::TwoHop);
+        check_packing(&g, &p, Model::TwoHop);
+        let r = session_rate(&g, Model::TwoHop);
+        assert!(p.rate <= r);
+        total += 1;
+        if p.rate < r {
+            short += 1;
+        }
+    }
+    assert!(short * 200 <= total, "{short} of {total} short");
 }
