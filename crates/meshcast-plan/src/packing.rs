@@ -601,9 +601,9 @@ fn greedy_arborescences(
                 break;
             }
         }
-        for v in 0..n {
-            if parent[v].is_some() && !edges.iter().any(|&(_, b)| b == v) {
-                parent[v] = None;
+        for (v, p) in parent.iter_mut().enumerate() {
+            if p.is_some() && !edges.iter().any(|&(_, b)| b == v) {
+                *p = None;
             }
         }
         let bottleneck = edges
