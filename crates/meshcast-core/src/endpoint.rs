@@ -38,6 +38,17 @@ pub enum Event {
         /// When the source sent it.
         sent_at: Time,
     },
+    /// The endpoint sent a datagram: its bytes by purpose, for overhead
+    /// accounting (IP/UDP headers not included).
+    BytesSent {
+        /// Application payload (media).
+        media: u32,
+        /// Protocol headers of data packets.
+        header: u32,
+        /// Control messages (standalone packets whole, piggybacked ones
+        /// their own bytes).
+        control: u32,
+    },
 }
 
 /// A protocol role as a sans-IO state machine.

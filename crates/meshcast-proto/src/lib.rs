@@ -9,6 +9,7 @@
 //! The wire format ([`wire`]) is one versioned binary format with explicit
 //! parse/emit; parsing never panics on input.
 
+pub mod celerity;
 pub mod traffic;
 pub mod wire;
 

@@ -26,12 +26,18 @@ pub const COMMON_HEADER_LEN: usize = 4;
 pub enum PacketType {
     /// Measurement traffic from [`crate::traffic`] generators.
     Traffic = 1,
+    /// A Celerity data packet (`celerity::wire`).
+    CelerityData = 2,
+    /// A Celerity control packet (`celerity::wire`).
+    CelerityControl = 3,
 }
 
 impl PacketType {
     fn from_u8(v: u8) -> Option<PacketType> {
         match v {
             1 => Some(PacketType::Traffic),
+            2 => Some(PacketType::CelerityData),
+            3 => Some(PacketType::CelerityControl),
             _ => None,
         }
     }
@@ -100,6 +106,10 @@ impl CommonHeader {
 }
 
 /// Read a big-endian `u32` at `off`; the caller has checked the length.
+pub(crate) fn be_u16(buf: &[u8], off: usize) -> u16 {
+    u16::from_be_bytes([buf[off], buf[off + 1]])
+}
+
 pub(crate) fn be_u32(buf: &[u8], off: usize) -> u32 {
     let mut b = [0u8; 4];
     b.copy_from_slice(&buf[off..off + 4]);

@@ -1,0 +1,34 @@
+//! Celerity (Chen et al., "Celerity: A Low-Delay Multi-Party Conferencing
+//! Solution", `papers/celerity.txt`) as a sans-IO peer.
+//!
+//! One [`CelerityPeer`] runs at every participant. It is at once
+//!
+//! - the **source** of its own session: every report interval it packs
+//!   delay-bounded trees over the link rates the heads report (§3,
+//!   Algorithm 2), computes a critical cut and `U′(R)` (§4.3, §5.2) and
+//!   sends its media along the trees at their total rate, putting the cut
+//!   and `U′` in every data header;
+//! - a **relay**: data packets are self-routing — each carries the
+//!   subtree it still has to reach — and a peer forwards them to its
+//!   children (§5.1), each session within the per-link rate its tail
+//!   granted (token bucket at the head);
+//! - the **tail** of every overlay link into it: from per-link sequence
+//!   numbers and one-way delays it measures loss and queuing delay, and
+//!   every control interval updates the per-session rates by the
+//!   primal-subgradient-dual rule (10)–(11) (Algorithm 1) and tells the
+//!   head;
+//! - the **head** of every overlay link out of it: every report interval it
+//!   reports each session's rates on its links (and their delays) to the
+//!   session's source (§5.1).
+//!
+//! [`Model`](meshcast_plan::Model) chooses the trees: the paper's 2-hop
+//! trees, deeper delay-bounded trees (past the paper), or the Simulcast and
+//! Mutualcast baselines driven by the same link rate control.
+//!
+//! Not implemented yet: the opportunistic coded local loss recovery of
+//! §5.4 waits for meshcast's RLNC crate.
+
+mod peer;
+pub mod wire;
+
+pub use peer::{CelerityConfig, CelerityParams, CelerityPeer, PeerCounters};

@@ -1,0 +1,1024 @@
+//! The Celerity peer state machine.
+
+use super::wire::{
+    self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry,
+};
+use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
+use meshcast_plan::{Model, SessionGraph, Tree};
+use std::collections::VecDeque;
+use thiserror::Error;
+
+/// Protocol parameters. Rates inside the controller are kbit/s of media
+/// payload; prices are a loss fraction plus a queuing delay in seconds
+/// (§4.2), so `β / (R + δ)` is compared with them directly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CelerityParams {
+    /// End-to-end delay bound `D` for tree packing (§5.1: 200 ms).
+    pub delay_bound: Duration,
+    /// Utility weight β of `U(z) = β·ln(z + δ)`, z in kbit/s (§5.3). At
+    /// equilibrium a critical link's price equals `β / (R + δ)`: 15 puts
+    /// about 60 ms of queue on the bottleneck at 240 kbit/s, enough to
+    /// keep it busy and far below the delay bound.
+    pub beta: f64,
+    /// Utility offset δ, kbit/s (bounds `U′` at zero rate).
+    pub delta_kbps: f64,
+    /// Step size α of rule (10), kbit/s per unit of `U′ − price`.
+    pub step_kbps: f64,
+    /// Quick start (§5.5): for this long after the peer starts and after
+    /// every membership change, β and α are multiplied by
+    /// `quick_start_gain`.
+    pub quick_start: Duration,
+    /// β and α multiplier during quick start.
+    pub quick_start_gain: f64,
+    /// Link rate control interval (§5.1: 200 ms).
+    pub control_interval: Duration,
+    /// Link-state report and tree packing interval (§5.1: 300 ms).
+    pub report_interval: Duration,
+    /// Media bytes per data packet.
+    pub media_bytes: u32,
+    /// The application's rate cap (its encoder's maximum), if any.
+    pub max_rate: Option<Rate>,
+    /// Rate of a link before its tail has said anything, kbit/s.
+    pub initial_rate_kbps: f64,
+    /// A member not heard from for this long has left.
+    pub liveness: Duration,
+}
+
+impl Default for CelerityParams {
+    fn default() -> Self {
+        CelerityParams {
+            delay_bound: Duration::from_millis(200),
+            beta: 15.0,
+            delta_kbps: 10.0,
+            step_kbps: 200.0,
+            quick_start: Duration::from_secs(30),
+            quick_start_gain: 2.0,
+            control_interval: Duration::from_millis(200),
+            report_interval: Duration::from_millis(300),
+            media_bytes: 1400,
+            max_rate: None,
+            initial_rate_kbps: 20.0,
+            liveness: Duration::from_secs(3),
+        }
+    }
+}
+
+/// One peer's configuration.
+#[derive(Clone, Debug)]
+pub struct CelerityConfig {
+    /// This peer's index in `participants`.
+    pub me: usize,
+    /// Every participant's address (index = participant id = session id).
+    pub participants: Vec<Addr>,
+    /// The measurement flow of each participant's session.
+    pub flows: Vec<FlowId>,
+    /// Which trees sessions use.
+    pub model: Model,
+    /// Protocol parameters.
+    pub params: CelerityParams,
+}
+
+/// Why a configuration was refused.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum ConfigError {
+    /// Too many or too few participants, or `me` out of range.
+    #[error("{0}")]
+    Participants(String),
+    /// A parameter is out of range.
+    #[error("{0}")]
+    Param(String),
+}
+
+/// What a peer counted (for tests and diagnostics).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerCounters {
+    /// Datagrams that failed to parse.
+    pub malformed: u64,
+    /// Datagrams from addresses that are not participants.
+    pub strangers: u64,
+    /// Data packets older than the delay bound (dropped, not delivered).
+    pub late: u64,
+    /// Data packets dropped at the head for exceeding the session's link
+    /// rate.
+    pub shaped: u64,
+    /// Duplicate data packets.
+    pub duplicates: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timer {
+    Send,
+    Control,
+    Report,
+    Flush,
+    Liveness,
+}
+const TIMERS: usize = 5;
+
+/// Minimum one-way delay over a sliding window (two rotating halves), so
+/// a route change is forgotten within `2 × BASE_HALF`.
+#[derive(Clone, Debug, Default)]
+struct BaseDelay {
+    cur: Option<f64>,
+    prev: Option<f64>,
+    since: Time,
+}
+
+const BASE_HALF: Duration = Duration::from_secs(10);
+
+impl BaseDelay {
+    fn sample(&mut self, now: Time, owd: f64) -> f64 {
+        if now.saturating_since(self.since) >= BASE_HALF {
+            self.prev = self.cur.take();
+            self.since = now;
+        }
+        self.cur = Some(self.cur.map_or(owd, |c| c.min(owd)));
+        let base = match self.prev {
+            Some(p) => p.min(self.cur.unwrap_or(p)),
+            None => self.cur.unwrap_or(owd),
+        };
+        (owd - base).max(0.0)
+    }
+}
+
+/// The link from another member into this peer (this peer is its tail).
+#[derive(Clone, Debug)]
+struct Incoming {
+    next_seq: Option<u16>,
+    received: u32,
+    lost: u32,
+    /// Separate bases for small (control) and full (data) packets: the
+    /// serialisation time differs by size class.
+    base: [BaseDelay; 2],
+    qsum: f64,
+    qn: u32,
+    qdelay: f64,
+    loss: f64,
+    /// c_{m,e} per session, kbit/s.
+    rates: [f64; MAX_PARTICIPANTS],
+    sent_rates: [f64; MAX_PARTICIPANTS],
+    sent_at: Option<Time>,
+    last_ts: Option<(u32, Time)>,
+}
+
+/// The link from this peer to another member (this peer is its head).
+#[derive(Clone, Debug)]
+struct Outgoing {
+    seq: u16,
+    /// c_{m,e} per session as the tail last said, kbit/s.
+    rates: [f64; MAX_PARTICIPANTS],
+    rtt: Option<Duration>,
+    /// Token buckets per session: (bytes, last refill).
+    bucket: [(f64, Time); MAX_PARTICIPANTS],
+    reported: [f64; MAX_PARTICIPANTS],
+    reported_at: [Option<Time>; MAX_PARTICIPANTS],
+    pending: Vec<u8>,
+    pending_deadline: Option<Time>,
+}
+
+/// What this peer knows of another session from its data headers.
+#[derive(Clone, Debug, Default)]
+struct SessionInfo {
+    known: bool,
+    uprime: f64,
+    relay_side: u16,
+    recv_side: u16,
+    /// Highest media sequence seen and a bitmap of the 64 below it.
+    top: Option<u32>,
+    window: u64,
+}
+
+impl SessionInfo {
+    /// Whether `seq` is new (and mark it seen).
+    fn first_time(&mut self, seq: u32) -> bool {
+        let Some(top) = self.top else {
+            self.top = Some(seq);
+            self.window = 0;
+            return true;
+        };
+        if seq > top {
+            let shift = seq - top;
+            self.window = if shift >= 64 {
+                0
+            } else {
+                (self.window << shift) | (1 << (shift - 1))
+            };
+            self.top = Some(seq);
+            true
+        } else if seq == top {
+            false
+        } else {
+            let back = top - seq;
+            if back > 64 {
+                return false;
+            }
+            let bit = 1u64 << (back - 1);
+            let new = self.window & bit == 0;
+            self.window |= bit;
+            new
+        }
+    }
+}
+
+/// This peer's own session.
+#[derive(Clone, Debug, Default)]
+struct Source {
+    /// Link-state table: rates[u * n + v] kbit/s, delays, when reported.
+    rates: Vec<f64>,
+    delays: Vec<Duration>,
+    reported_at: Vec<Option<Time>>,
+    trees: Vec<(Tree, f64)>,
+    credit: Vec<f64>,
+    rate_kbps: f64,
+    uprime: f64,
+    relay_side: u16,
+    recv_side: u16,
+    media_seq: u32,
+}
+
+/// A Celerity participant.
+pub struct CelerityPeer {
+    cfg: CelerityConfig,
+    n: usize,
+    me: usize,
+    present: Vec<bool>,
+    heard: Vec<Option<Time>>,
+    incoming: Vec<Incoming>,
+    outgoing: Vec<Outgoing>,
+    sessions: Vec<SessionInfo>,
+    src: Source,
+    timers: [Option<Time>; TIMERS],
+    tx: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    quick_until: Time,
+    started: bool,
+    closed: bool,
+    counters: PeerCounters,
+    media: Vec<u8>,
+}
+
+fn micros(t: Time) -> u32 {
+    (t.as_nanos() / 1_000) as u32
+}
+
+impl CelerityPeer {
+    /// A peer; it starts (greets the others, arms its timers) on the first
+    /// call it gets.
+    pub fn new(cfg: CelerityConfig) -> Result<CelerityPeer, ConfigError> {
+        let n = cfg.participants.len();
+        if !(2..=MAX_PARTICIPANTS).contains(&n) {
+            return Err(ConfigError::Participants(format!(
+                "a conference has 2 to {MAX_PARTICIPANTS} participants, not {n}"
+            )));
+        }
+        if cfg.me >= n || cfg.flows.len() != n {
+            return Err(ConfigError::Participants(
+                "`me` and the flow list must match the participants".into(),
+            ));
+        }
+        let p = &cfg.params;
+        for (name, v) in [
+            ("beta", p.beta),
+            ("delta_kbps", p.delta_kbps),
+            ("step_kbps", p.step_kbps),
+            ("quick_start_gain", p.quick_start_gain),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(ConfigError::Param(format!("{name} must be positive")));
+            }
+        }
+        if p.media_bytes < 16 || p.media_bytes > 1400 {
+            return Err(ConfigError::Param("media_bytes must be 16..=1400".into()));
+        }
+        if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
+            return Err(ConfigError::Param("intervals must be positive".into()));
+        }
+        let c0 = p.initial_rate_kbps.max(0.0);
+        let incoming = Incoming {
+            next_seq: None,
+            received: 0,
+            lost: 0,
+            base: Default::default(),
+            qsum: 0.0,
+            qn: 0,
+            qdelay: 0.0,
+            loss: 0.0,
+            rates: [c0; MAX_PARTICIPANTS],
+            sent_rates: [c0; MAX_PARTICIPANTS],
+            sent_at: None,
+            last_ts: None,
+        };
+        let outgoing = Outgoing {
+            seq: 0,
+            rates: [c0; MAX_PARTICIPANTS],
+            rtt: None,
+            bucket: [(0.0, Time::ZERO); MAX_PARTICIPANTS],
+            reported: [-1.0; MAX_PARTICIPANTS],
+            reported_at: [None; MAX_PARTICIPANTS],
+            pending: Vec::new(),
+            pending_deadline: None,
+        };
+        let me = cfg.me;
+        let mut present = vec![false; n];
+        present[me] = true;
+        Ok(CelerityPeer {
+            media: vec![0u8; p.media_bytes as usize],
+            n,
+            me,
+            present,
+            heard: vec![None; n],
+            incoming: vec![incoming; n],
+            outgoing: vec![outgoing; n],
+            sessions: vec![SessionInfo::default(); n],
+            src: Source {
+                rates: vec![0.0; n * n],
+                delays: vec![Duration::ZERO; n * n],
+                reported_at: vec![None; n * n],
+                ..Source::default()
+            },
+            timers: [None; TIMERS],
+            tx: VecDeque::new(),
+            events: VecDeque::new(),
+            quick_until: Time::ZERO,
+            started: false,
+            closed: false,
+            counters: PeerCounters::default(),
+            cfg,
+        })
+    }
+
+    /// What the peer counted so far.
+    pub fn counters(&self) -> &PeerCounters {
+        &self.counters
+    }
+
+    /// The rate this peer's session sends at, bits/s (what an encoder
+    /// should produce).
+    pub fn offered_rate(&self) -> Rate {
+        Rate::from_kbps_f64(self.src.rate_kbps)
+    }
+
+    /// Present members other than this peer.
+    fn others(&self) -> Vec<usize> {
+        (0..self.n)
+            .filter(|&u| u != self.me && self.present[u])
+            .collect()
+    }
+
+    fn set(&mut self, t: Timer, at: Option<Time>) {
+        self.timers[t as usize] = at;
+    }
+
+    fn start(&mut self, now: Time) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.quick_until = now + self.cfg.params.quick_start;
+        self.set(Timer::Control, Some(now + self.cfg.params.control_interval));
+        self.set(Timer::Report, Some(now + self.cfg.params.report_interval));
+        self.set(Timer::Liveness, Some(now + Duration::from_millis(500)));
+        for v in 0..self.n {
+            if v != self.me {
+                self.queue_control(v, now, &Control::Hello, Duration::ZERO);
+            }
+        }
+        self.flush(now, true);
+    }
+
+    fn quick(&self, now: Time) -> f64 {
+        if now < self.quick_until {
+            self.cfg.params.quick_start_gain
+        } else {
+            1.0
+        }
+    }
+
+    fn membership_changed(&mut self, now: Time) {
+        self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
+        self.pack(now);
+    }
+
+    fn heard_from(&mut self, u: usize, now: Time) {
+        self.heard[u] = Some(now);
+        if !self.present[u] {
+            self.present[u] = true;
+            // Answer so a newcomer learns of us at once.
+            self.queue_control(u, now, &Control::Hello, Duration::ZERO);
+            self.membership_changed(now);
+        }
+    }
+
+    fn left(&mut self, u: usize, now: Time) {
+        if self.present[u] {
+            self.present[u] = false;
+            self.heard[u] = None;
+            let c0 = self.cfg.params.initial_rate_kbps.max(0.0);
+            // A returning member starts afresh.
+            self.incoming[u].rates = [c0; MAX_PARTICIPANTS];
+            self.incoming[u].next_seq = None;
+            self.outgoing[u].rates = [c0; MAX_PARTICIPANTS];
+            self.outgoing[u].rtt = None;
+            self.outgoing[u].pending.clear();
+            self.outgoing[u].pending_deadline = None;
+            self.sessions[u] = SessionInfo::default();
+            for v in 0..self.n {
+                self.src.reported_at[u * self.n + v] = None;
+            }
+            self.membership_changed(now);
+        }
+    }
+
+    fn link_header(&mut self, v: usize, now: Time) -> LinkHeader {
+        let o = &mut self.outgoing[v];
+        let h = LinkHeader {
+            hop_seq: o.seq,
+            hop_ts_us: micros(now),
+        };
+        o.seq = o.seq.wrapping_add(1);
+        h
+    }
+
+    /// Queue a control message for `v`, to ride on the next data packet to
+    /// `v` or leave on its own within `wait`.
+    fn queue_control(&mut self, v: usize, now: Time, c: &Control, wait: Duration) {
+        let o = &mut self.outgoing[v];
+        wire::emit_control(c, &mut o.pending);
+        let due = now + wait;
+        o.pending_deadline = Some(o.pending_deadline.map_or(due, |d| d.min(due)));
+        self.arm_flush();
+    }
+
+    fn arm_flush(&mut self) {
+        let next = self.outgoing.iter().filter_map(|o| o.pending_deadline).min();
+        self.set(Timer::Flush, next);
+    }
+
+    /// Send pending control messages whose deadline passed (all with
+    /// `all`) as control packets.
+    fn flush(&mut self, now: Time, all: bool) {
+        for v in 0..self.n {
+            let due = self.outgoing[v]
+                .pending_deadline
+                .is_some_and(|d| all || d <= now);
+            if !due || self.outgoing[v].pending.is_empty() {
+                continue;
+            }
+            let link = self.link_header(v, now);
+            let ctl = std::mem::take(&mut self.outgoing[v].pending);
+            self.outgoing[v].pending_deadline = None;
+            let bytes = wire::emit_control_packet(link, &ctl);
+            self.events.push_back(Event::BytesSent {
+                media: 0,
+                header: 0,
+                control: bytes.len() as u32,
+            });
+            self.tx.push_back(Transmit {
+                to: self.cfg.participants[v],
+                payload: bytes,
+            });
+        }
+        self.arm_flush();
+    }
+
+    /// Algorithm 1: update the rates of every link into this peer.
+    fn control_tick(&mut self, now: Time) {
+        let p = self.cfg.params.clone();
+        let q = self.quick(now);
+        let alpha = p.step_kbps * q;
+        for u in self.others() {
+            let inc = &mut self.incoming[u];
+            let total = inc.received + inc.lost;
+            inc.loss = if total > 0 {
+                f64::from(inc.lost) / f64::from(total)
+            } else {
+                0.0
+            };
+            if inc.qn > 0 {
+                inc.qdelay = inc.qsum / f64::from(inc.qn);
+            } else {
+                // Nothing arrived: whatever queue there was drains.
+                inc.qdelay *= 0.5;
+            }
+            let price = inc.loss + inc.qdelay;
+            for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
+                let s = &self.sessions[m];
+                let gain = if s.known {
+                    let crosses = meshcast_plan::packing::crosses(
+                        m,
+                        u,
+                        self.me,
+                        |i| s.relay_side & (1 << i) != 0,
+                        |i| s.recv_side & (1 << i) != 0,
+                        self.cfg.model == Model::Star,
+                    );
+                    if crosses { s.uprime } else { 0.0 }
+                } else if u == m {
+                    // Before the source has said anything: let its direct
+                    // link grow.
+                    p.beta * q / (p.initial_rate_kbps + p.delta_kbps)
+                } else {
+                    0.0
+                };
+                let c = inc.rates[m];
+                let step = (alpha * (gain - price)).min(0.5 * c + 10.0);
+                inc.rates[m] = (c + step).max(0.0);
+            }
+            inc.received = 0;
+            inc.lost = 0;
+            inc.qsum = 0.0;
+            inc.qn = 0;
+            // Tell the head when something moved or once a second.
+            let moved = (0..self.n).any(|m| {
+                let (a, b) = (inc.rates[m], inc.sent_rates[m]);
+                (a - b).abs() > 0.005 * b.max(1.0)
+            });
+            let stale = inc
+                .sent_at
+                .is_none_or(|t| now.saturating_since(t) >= Duration::from_secs(1));
+            if moved || stale {
+                inc.sent_rates = inc.rates;
+                inc.sent_at = Some(now);
+                let (echo_ts_us, hold_us) = inc.last_ts.map_or((0, u32::MAX), |(ts, at)| {
+                    (ts, micros(Time::ZERO + now.saturating_since(at)))
+                });
+                let rates = (0..self.n)
+                    .filter(|&m| m != self.me && self.present[m])
+                    .map(|m| (m as u8, (inc.rates[m] * 1e3).round() as u32))
+                    .collect();
+                let msg = Control::RateUpdate {
+                    echo_ts_us,
+                    hold_us,
+                    rates,
+                };
+                self.queue_control(u, now, &msg, Duration::from_millis(40));
+            }
+        }
+    }
+
+    /// §5.1: report every session's rates on this peer's links to the
+    /// session's source, then repack this peer's own session.
+    fn report_tick(&mut self, now: Time) {
+        for m in self.others() {
+            let mut links = Vec::new();
+            let mut moved = false;
+            for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
+                let o = &self.outgoing[v];
+                let r = o.rates[m];
+                moved |= (r - o.reported[m]).abs() > 0.01 * o.reported[m].max(1.0);
+                let d = o.rtt.map_or(0, |rtt| (rtt.as_nanos() / 2 / 100_000).min(65_535) as u16);
+                links.push((v as u8, (r * 1e3).round() as u32, d));
+            }
+            let stale = self.outgoing[m].reported_at[m]
+                .is_none_or(|t| now.saturating_since(t) >= Duration::from_millis(1500));
+            if links.is_empty() || !(moved || stale) {
+                continue;
+            }
+            for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
+                let r = self.outgoing[v].rates[m];
+                self.outgoing[v].reported[m] = r;
+            }
+            self.outgoing[m].reported_at[m] = Some(now);
+            let msg = Control::LinkState {
+                session: m as u8,
+                links,
+            };
+            self.queue_control(m, now, &msg, Duration::from_millis(40));
+        }
+        self.pack(now);
+    }
+
+    /// Algorithm 2 lines 1–2: pack trees and compute the critical cut.
+    fn pack(&mut self, now: Time) {
+        let n = self.n;
+        let me = self.me;
+        let members: Vec<usize> = (0..n).filter(|&i| self.present[i]).collect();
+        let k = members.len();
+        let p = &self.cfg.params;
+        let fresh = Duration::from_secs(3);
+        let mut rates = vec![0u64; k * k];
+        let mut delays = vec![Duration::ZERO; k * k];
+        for (a, &u) in members.iter().enumerate() {
+            for (b, &v) in members.iter().enumerate() {
+                if a == b {
+                    continue;
+                }
+                let (r, d) = if u == me {
+                    let o = &self.outgoing[v];
+                    (o.rates[me], o.rtt.map_or(Duration::ZERO, |r| Duration::from_nanos(r.as_nanos() / 2)))
+                } else {
+                    let i = u * n + v;
+                    match self.src.reported_at[i] {
+                        Some(t) if now.saturating_since(t) < fresh => (self.src.rates[i], self.src.delays[i]),
+                        _ => (0.0, Duration::ZERO),
+                    }
+                };
+                rates[a * k + b] = (r.max(0.0) * 1e3) as u64;
+                delays[a * k + b] = d;
+            }
+        }
+        let source = members.iter().position(|&m| m == me).unwrap_or(0);
+        let g = SessionGraph {
+            n: k,
+            source,
+            rates: &rates,
+            delays: &delays,
+            bound: p.delay_bound,
+        };
+        let packing = meshcast_plan::pack(&g, self.cfg.model);
+        let cut = meshcast_plan::critical_cut(&g, self.cfg.model);
+        let mut relay_side = u16::MAX;
+        let mut recv_side = u16::MAX;
+        for (a, &m) in members.iter().enumerate() {
+            if !cut.relay_side[a] {
+                relay_side &= !(1 << m);
+            }
+            if !cut.recv_side[a] {
+                recv_side &= !(1 << m);
+            }
+        }
+        self.src.relay_side = relay_side;
+        self.src.recv_side = recv_side;
+        self.src.trees = packing
+            .trees
+            .iter()
+            .map(|t| {
+                let occ = t.tree.occ.iter().map(|&(m, par)| (members[m], par)).collect();
+                (Tree { occ }, t.rate as f64 / 1e3)
+            })
+            .collect();
+        self.src.credit = vec![0.0; self.src.trees.len()];
+        let packed = packing.rate as f64 / 1e3;
+        let cap = p.max_rate.map(|r| r.as_kbps_f64());
+        self.src.rate_kbps = cap.map_or(packed, |c| packed.min(c));
+        let beta = p.beta * self.quick(now);
+        // An application that cannot use more asks for nothing more.
+        self.src.uprime = match cap {
+            Some(c) if packed >= 1.2 * c => 0.0,
+            _ => beta / (self.src.rate_kbps + p.delta_kbps),
+        };
+        if self.src.rate_kbps > 0.0 && self.timers[Timer::Send as usize].is_none() {
+            self.set(Timer::Send, Some(now));
+        }
+    }
+
+    /// Send one media packet of this peer's session.
+    fn send_tick(&mut self, now: Time) {
+        let rate = self.src.rate_kbps;
+        if rate <= 0.0 || self.src.trees.is_empty() {
+            self.set(Timer::Send, None);
+            return;
+        }
+        // Smooth weighted round robin over the trees.
+        let mut best = 0;
+        for (i, (_, r)) in self.src.trees.iter().enumerate() {
+            self.src.credit[i] += r;
+            if self.src.credit[i] > self.src.credit[best] {
+                best = i;
+            }
+        }
+        self.src.credit[best] -= self.src.trees.iter().map(|t| t.1).sum::<f64>();
+        let tree = self.src.trees[best].0.clone();
+        let header = DataHeader {
+            session: self.me as u8,
+            media_seq: self.src.media_seq,
+            origin_ts_us: micros(now),
+            uprime: self.src.uprime as f32,
+            relay_side: self.src.relay_side,
+            recv_side: self.src.recv_side,
+            entries: Vec::new(),
+        };
+        self.src.media_seq = self.src.media_seq.wrapping_add(1);
+        self.events.push_back(Event::FlowSent {
+            flow: self.cfg.flows[self.me],
+            payload_bytes: self.cfg.params.media_bytes,
+        });
+        for child in tree.children(0) {
+            let entries = subtree_entries(&tree, child);
+            let v = tree.occ[child].0;
+            self.send_data(now, v, &header, entries);
+        }
+        let gap = f64::from(self.cfg.params.media_bytes) * 8.0 / (rate * 1e3);
+        self.set(Timer::Send, Some(now + Duration::from_secs_f64(gap)));
+    }
+
+    /// Forward/send a data packet of `header.session` to `v` within the
+    /// session's rate on `me → v`.
+    fn send_data(&mut self, now: Time, v: usize, header: &DataHeader, entries: Vec<TreeEntry>) {
+        if !self.present[v] {
+            return;
+        }
+        let m = usize::from(header.session);
+        let media = self.cfg.params.media_bytes as f64;
+        let o = &mut self.outgoing[v];
+        let rate_bytes = o.rates[m].max(0.0) * 1e3 / 8.0;
+        let depth = (3.0 * media).max(rate_bytes * 0.5);
+        let (tokens, last) = o.bucket[m];
+        let tokens = (tokens + rate_bytes * now.saturating_since(last).as_secs_f64()).min(depth);
+        if tokens < media {
+            o.bucket[m] = (tokens, now);
+            self.counters.shaped += 1;
+            return;
+        }
+        o.bucket[m] = (tokens - media, now);
+        let header = DataHeader {
+            entries,
+            ..header.clone()
+        };
+        let ctl = if o.pending.len() <= 52 {
+            o.pending_deadline = None;
+            std::mem::take(&mut o.pending)
+        } else {
+            Vec::new()
+        };
+        let link = self.link_header(v, now);
+        let bytes = wire::emit_data_packet(link, &header, &ctl, &self.media);
+        self.events.push_back(Event::BytesSent {
+            media: self.media.len() as u32,
+            header: (bytes.len() - self.media.len() - ctl.len()) as u32,
+            control: ctl.len() as u32,
+        });
+        self.tx.push_back(Transmit {
+            to: self.cfg.participants[v],
+            payload: bytes,
+        });
+        if !ctl.is_empty() {
+            self.arm_flush();
+        }
+    }
+
+    fn liveness_tick(&mut self, now: Time) {
+        let limit = self.cfg.params.liveness;
+        for u in 0..self.n {
+            if u == self.me {
+                continue;
+            }
+            if self.present[u] {
+                if self.heard[u].is_some_and(|t| now.saturating_since(t) > limit) {
+                    self.left(u, now);
+                }
+            } else if self.outgoing[u].pending.is_empty() {
+                // Keep greeting members we have not heard (they may start
+                // later).
+                self.queue_control(u, now, &Control::Hello, Duration::ZERO);
+            }
+        }
+        self.set(Timer::Liveness, Some(now + Duration::from_secs(1)));
+    }
+
+    fn measure(&mut self, u: usize, now: Time, link: LinkHeader, full: bool) {
+        let inc = &mut self.incoming[u];
+        match inc.next_seq {
+            Some(e) => {
+                let gap = link.hop_seq.wrapping_sub(e) as i16;
+                if gap >= 0 {
+                    inc.lost += gap as u32;
+                    inc.received += 1;
+                    inc.next_seq = Some(link.hop_seq.wrapping_add(1));
+                }
+            }
+            None => {
+                inc.received += 1;
+                inc.next_seq = Some(link.hop_seq.wrapping_add(1));
+            }
+        }
+        let owd = f64::from(micros(now).wrapping_sub(link.hop_ts_us) as i32) / 1e6;
+        let q = inc.base[usize::from(full)].sample(now, owd);
+        inc.qsum += q;
+        inc.qn += 1;
+        inc.last_ts = Some((link.hop_ts_us, now));
+    }
+
+    fn on_control(&mut self, u: usize, now: Time, c: Control) {
+        match c {
+            Control::RateUpdate {
+                echo_ts_us,
+                hold_us,
+                rates,
+            } => {
+                let o = &mut self.outgoing[u];
+                for (m, r) in rates {
+                    if let Some(slot) = o.rates.get_mut(usize::from(m)) {
+                        *slot = f64::from(r) / 1e3;
+                    }
+                }
+                if hold_us != u32::MAX {
+                    let rtt = micros(now).wrapping_sub(echo_ts_us).wrapping_sub(hold_us);
+                    if rtt < 10_000_000 {
+                        o.rtt = Some(Duration::from_micros(u64::from(rtt)));
+                    }
+                }
+            }
+            Control::LinkState { session, links } => {
+                if usize::from(session) != self.me {
+                    return;
+                }
+                for (v, r, d) in links {
+                    let v = usize::from(v);
+                    if v < self.n && v != u {
+                        let i = u * self.n + v;
+                        self.src.rates[i] = f64::from(r) / 1e3;
+                        self.src.delays[i] = Duration::from_micros(u64::from(d) * 100);
+                        self.src.reported_at[i] = Some(now);
+                    }
+                }
+            }
+            Control::Hello => {}
+            Control::Bye => self.left(u, now),
+        }
+    }
+
+    fn on_data(&mut self, u: usize, now: Time, header: DataHeader, media_len: usize) {
+        let m = usize::from(header.session);
+        if m >= self.n || m == self.me {
+            return;
+        }
+        let s = &mut self.sessions[m];
+        s.known = true;
+        s.uprime = f64::from(header.uprime);
+        s.relay_side = header.relay_side;
+        s.recv_side = header.recv_side;
+        let age_us = micros(now).wrapping_sub(header.origin_ts_us);
+        let age = Duration::from_micros(u64::from(age_us));
+        if age_us > (1 << 31) || age > self.cfg.params.delay_bound {
+            self.counters.late += 1;
+            return;
+        }
+        if !s.first_time(header.media_seq) {
+            self.counters.duplicates += 1;
+            return;
+        }
+        self.events.push_back(Event::FlowReceived {
+            flow: self.cfg.flows[m],
+            payload_bytes: media_len as u32,
+            sent_at: Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos())),
+        });
+        let _ = u;
+        let Some(mine) = header.entries.iter().find(|e| usize::from(e.member) == self.me) else {
+            return;
+        };
+        let children = mine.children;
+        let children: Vec<usize> = (0..self.n)
+            .filter(|&c| children & (1 << c) != 0 && c != self.me)
+            .collect();
+        for c in children {
+            let entries = relay_subtree(&header.entries, c);
+            self.send_data(now, c, &header, entries);
+        }
+    }
+}
+
+/// Entries (internal occurrences) of the subtree rooted at occurrence
+/// `root` of `tree`.
+fn subtree_entries(tree: &Tree, root: usize) -> Vec<TreeEntry> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(o) = stack.pop() {
+        let mut mask = 0u16;
+        for c in tree.children(o) {
+            mask |= 1 << tree.occ[c].0;
+            stack.push(c);
+        }
+        if mask != 0 {
+            out.push(TreeEntry {
+                member: tree.occ[o].0 as u8,
+                children: mask,
+            });
+        }
+    }
+    out
+}
+
+/// At a relay: the entries of the subtree below member `c`.
+fn relay_subtree(entries: &[TreeEntry], c: usize) -> Vec<TreeEntry> {
+    let mut out = Vec::new();
+    let mut stack = vec![c];
+    while let Some(m) = stack.pop() {
+        if out.len() >= MAX_PARTICIPANTS {
+            break;
+        }
+        if let Some(e) = entries.iter().find(|e| usize::from(e.member) == m) {
+            if out.iter().any(|x: &TreeEntry| x.member == e.member) {
+                continue;
+            }
+            out.push(*e);
+            for i in 0..MAX_PARTICIPANTS {
+                if e.children & (1 << i) != 0 {
+                    stack.push(i);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Endpoint for CelerityPeer {
+    fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
+        self.start(now);
+        if self.closed {
+            return;
+        }
+        let Some(u) = self.cfg.participants.iter().position(|&a| a == from) else {
+            self.counters.strangers += 1;
+            return;
+        };
+        if u == self.me {
+            return;
+        }
+        let packet = match wire::parse(payload) {
+            Ok(p) => p,
+            Err(_) => {
+                self.counters.malformed += 1;
+                return;
+            }
+        };
+        let bye = matches!(&packet, Packet::Control { control, .. } if control.contains(&Control::Bye));
+        if !bye {
+            self.heard_from(u, now);
+        }
+        match packet {
+            Packet::Control { link, control } => {
+                self.measure(u, now, link, false);
+                for c in control {
+                    self.on_control(u, now, c);
+                }
+            }
+            Packet::Data {
+                link,
+                header,
+                control,
+                media,
+            } => {
+                self.measure(u, now, link, true);
+                for c in control {
+                    self.on_control(u, now, c);
+                }
+                self.on_data(u, now, header, media.len());
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.start(now);
+        if self.closed {
+            return;
+        }
+        let p = self.cfg.params.clone();
+        for t in [
+            Timer::Liveness,
+            Timer::Control,
+            Timer::Report,
+            Timer::Send,
+            Timer::Flush,
+        ] {
+            if self.timers[t as usize].is_none_or(|d| d > now) {
+                continue;
+            }
+            match t {
+                Timer::Control => {
+                    self.control_tick(now);
+                    self.set(t, Some(now + p.control_interval));
+                }
+                Timer::Report => {
+                    self.report_tick(now);
+                    self.set(t, Some(now + p.report_interval));
+                }
+                Timer::Send => self.send_tick(now),
+                Timer::Flush => self.flush(now, false),
+                Timer::Liveness => self.liveness_tick(now),
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, _now: Time) -> Option<Transmit> {
+        self.tx.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        if !self.started {
+            return Some(Time::ZERO);
+        }
+        self.timers.iter().flatten().min().copied()
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn handle_close(&mut self, now: Time) {
+        if self.closed {
+            return;
+        }
+        for v in self.others() {
+            self.outgoing[v].pending.clear();
+            self.queue_control(v, now, &Control::Bye, Duration::ZERO);
+        }
+        self.flush(now, true);
+        self.closed = true;
+        self.timers = [None; TIMERS];
+    }
+}
+
+#[cfg(test)]
+#[path = "peer_tests.rs"]
+mod tests;

@@ -1,0 +1,452 @@
+//! Celerity's packets (docs/wire-format.md has the byte layout).
+//!
+//! Every Celerity packet starts with the common header and a 6-byte link
+//! header — the per-overlay-link sequence number and send timestamp from
+//! which the tail node measures loss and queuing delay (§5.1). A data
+//! packet then carries the session's control-plane fields (§5.1,
+//! Algorithm 2: utility derivative and critical cut), the self-routing
+//! tree entries for the receiving subtree, optional piggybacked control
+//! messages and the media payload. A control packet carries only control
+//! messages (TLVs).
+
+use crate::wire::{COMMON_HEADER_LEN, CommonHeader, PacketType, WireError, be_u16, be_u32};
+
+/// Bytes of the link header.
+pub const LINK_HEADER_LEN: usize = 6;
+/// Bytes of a data header without tree entries.
+pub const DATA_FIXED_LEN: usize = 19;
+/// Bytes per tree entry.
+pub const ENTRY_LEN: usize = 3;
+/// The most participants a conference can have (cut sides and children
+/// travel as 16-bit masks).
+pub const MAX_PARTICIPANTS: usize = 16;
+
+/// Per-overlay-link sequence number and send time (§5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkHeader {
+    /// Sequence number of this packet on this overlay link (all sessions
+    /// and control share it).
+    pub hop_seq: u16,
+    /// The head node's clock when it sent the packet, µs (wrapping).
+    pub hop_ts_us: u32,
+}
+
+/// One internal node of the subtree a data packet still has to reach:
+/// the member and the members it forwards to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// The member.
+    pub member: u8,
+    /// Bit `i`: forward to member `i`.
+    pub children: u16,
+}
+
+/// The fixed part of a data packet after the link header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataHeader {
+    /// The session (its source's participant index).
+    pub session: u8,
+    /// The session's media sequence number.
+    pub media_seq: u32,
+    /// The source's clock when the media was sent, µs (wrapping).
+    pub origin_ts_us: u32,
+    /// `U′(R)` of the session (Algorithm 2 line 10).
+    pub uprime: f32,
+    /// Critical cut, relay side as a member mask (see `meshcast_plan::Cut`).
+    pub relay_side: u16,
+    /// Critical cut, receiver side as a member mask.
+    pub recv_side: u16,
+    /// The subtree below the receiving member, internal nodes only.
+    pub entries: Vec<TreeEntry>,
+}
+
+impl DataHeader {
+    /// Bytes this header takes on the wire (after common and link header,
+    /// before control messages and payload).
+    pub fn len(&self) -> usize {
+        DATA_FIXED_LEN + ENTRY_LEN * self.entries.len()
+    }
+
+    /// Whether the header has no tree entries (the receiver is a leaf).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A control message (§5.1, Algorithms 1 and 2).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Control {
+    /// Tail → head: the new per-session rates of the head's link to the
+    /// tail, and an echo of the latest link timestamp for the head's RTT.
+    RateUpdate {
+        /// The last `hop_ts_us` the tail received from the head.
+        echo_ts_us: u32,
+        /// How long the tail held it before this message, µs.
+        hold_us: u32,
+        /// `(session, rate bits/s)`.
+        rates: Vec<(u8, u32)>,
+    },
+    /// Head → source: the session's rates on the head's outgoing links.
+    LinkState {
+        /// The session.
+        session: u8,
+        /// `(tail member, rate bits/s, one-way delay in 100 µs)`.
+        links: Vec<(u8, u32, u16)>,
+    },
+    /// "I am here" (sent on start and answered once).
+    Hello,
+    /// "I am leaving."
+    Bye,
+}
+
+const TLV_RATE: u8 = 1;
+const TLV_STATE: u8 = 2;
+const TLV_HELLO: u8 = 3;
+const TLV_BYE: u8 = 4;
+
+/// Why a Celerity packet was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CelerityWireError {
+    /// The common header was bad.
+    #[error(transparent)]
+    Common(#[from] WireError),
+    /// A length field points past the end of the packet.
+    #[error("{what} runs past the end of the packet")]
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+    },
+    /// A field holds an impossible value.
+    #[error("invalid {0}")]
+    Invalid(&'static str),
+}
+
+fn need(buf: &[u8], n: usize, what: &'static str) -> Result<(), CelerityWireError> {
+    if buf.len() < n {
+        Err(CelerityWireError::Truncated { what })
+    } else {
+        Ok(())
+    }
+}
+
+/// A parsed Celerity packet borrowing its payload.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Packet<'a> {
+    /// Data with piggybacked control and media.
+    Data {
+        /// Link header.
+        link: LinkHeader,
+        /// Data header.
+        header: DataHeader,
+        /// Piggybacked control messages.
+        control: Vec<Control>,
+        /// Media payload.
+        media: &'a [u8],
+    },
+    /// Control messages only.
+    Control {
+        /// Link header.
+        link: LinkHeader,
+        /// The messages.
+        control: Vec<Control>,
+    },
+}
+
+/// Parse a Celerity packet; every length is checked, nothing panics.
+pub fn parse(buf: &[u8]) -> Result<Packet<'_>, CelerityWireError> {
+    let common = CommonHeader::parse(buf)?;
+    let rest = &buf[COMMON_HEADER_LEN..];
+    need(rest, LINK_HEADER_LEN, "link header")?;
+    let link = LinkHeader {
+        hop_seq: be_u16(rest, 0),
+        hop_ts_us: be_u32(rest, 2),
+    };
+    let rest = &rest[LINK_HEADER_LEN..];
+    match common.packet_type {
+        PacketType::CelerityControl => Ok(Packet::Control {
+            link,
+            control: parse_control(rest)?,
+        }),
+        PacketType::CelerityData => {
+            need(rest, DATA_FIXED_LEN, "data header")?;
+            let session = rest[0];
+            let ctl_len = usize::from(rest[17]);
+            let n_entries = usize::from(rest[18]);
+            if usize::from(session) >= MAX_PARTICIPANTS || n_entries > MAX_PARTICIPANTS {
+                return Err(CelerityWireError::Invalid("session or entry count"));
+            }
+            let hlen = DATA_FIXED_LEN + ENTRY_LEN * n_entries;
+            need(rest, hlen + ctl_len, "tree entries and control")?;
+            let uprime = f32::from_bits(be_u32(rest, 9));
+            if !uprime.is_finite() || uprime < 0.0 {
+                return Err(CelerityWireError::Invalid("utility derivative"));
+            }
+            let mut entries = Vec::with_capacity(n_entries);
+            for i in 0..n_entries {
+                let o = DATA_FIXED_LEN + ENTRY_LEN * i;
+                let member = rest[o];
+                if usize::from(member) >= MAX_PARTICIPANTS {
+                    return Err(CelerityWireError::Invalid("tree entry member"));
+                }
+                entries.push(TreeEntry {
+                    member,
+                    children: be_u16(rest, o + 1),
+                });
+            }
+            let header = DataHeader {
+                session,
+                media_seq: be_u32(rest, 1),
+                origin_ts_us: be_u32(rest, 5),
+                uprime,
+                relay_side: be_u16(rest, 13),
+                recv_side: be_u16(rest, 15),
+                entries,
+            };
+            let control = parse_control(&rest[hlen..hlen + ctl_len])?;
+            Ok(Packet::Data {
+                link,
+                header,
+                control,
+                media: &rest[hlen + ctl_len..],
+            })
+        }
+        other => Err(CelerityWireError::Common(WireError::WrongType {
+            expected: PacketType::CelerityData,
+            got: other,
+        })),
+    }
+}
+
+fn parse_control(mut buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        need(buf, 2, "control message header")?;
+        let (kind, len) = (buf[0], usize::from(buf[1]));
+        need(buf, 2 + len, "control message")?;
+        let body = &buf[2..2 + len];
+        match kind {
+            TLV_RATE => {
+                if len < 8 || (len - 8) % 5 != 0 {
+                    return Err(CelerityWireError::Invalid("rate update length"));
+                }
+                let rates = (0..(len - 8) / 5)
+                    .map(|i| (body[8 + 5 * i], be_u32(body, 9 + 5 * i)))
+                    .collect();
+                out.push(Control::RateUpdate {
+                    echo_ts_us: be_u32(body, 0),
+                    hold_us: be_u32(body, 4),
+                    rates,
+                });
+            }
+            TLV_STATE => {
+                if len < 1 || (len - 1) % 7 != 0 {
+                    return Err(CelerityWireError::Invalid("link state length"));
+                }
+                let links = (0..(len - 1) / 7)
+                    .map(|i| {
+                        let o = 1 + 7 * i;
+                        (body[o], be_u32(body, o + 1), be_u16(body, o + 5))
+                    })
+                    .collect();
+                out.push(Control::LinkState {
+                    session: body[0],
+                    links,
+                });
+            }
+            TLV_HELLO => out.push(Control::Hello),
+            TLV_BYE => out.push(Control::Bye),
+            // Unknown messages are skipped: a later version may add some.
+            _ => {}
+        }
+        buf = &buf[2 + len..];
+    }
+    Ok(out)
+}
+
+/// Append `c`'s TLV encoding to `out`.
+pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
+    match c {
+        Control::RateUpdate {
+            echo_ts_us,
+            hold_us,
+            rates,
+        } => {
+            let rates = &rates[..rates.len().min(49)];
+            out.push(TLV_RATE);
+            out.push((8 + 5 * rates.len()) as u8);
+            out.extend_from_slice(&echo_ts_us.to_be_bytes());
+            out.extend_from_slice(&hold_us.to_be_bytes());
+            for &(s, r) in rates {
+                out.push(s);
+                out.extend_from_slice(&r.to_be_bytes());
+            }
+        }
+        Control::LinkState { session, links } => {
+            let links = &links[..links.len().min(36)];
+            out.push(TLV_STATE);
+            out.push((1 + 7 * links.len()) as u8);
+            out.push(*session);
+            for &(to, r, d) in links {
+                out.push(to);
+                out.extend_from_slice(&r.to_be_bytes());
+                out.extend_from_slice(&d.to_be_bytes());
+            }
+        }
+        Control::Hello => out.extend_from_slice(&[TLV_HELLO, 0]),
+        Control::Bye => out.extend_from_slice(&[TLV_BYE, 0]),
+    }
+}
+
+fn emit_prefix(out: &mut Vec<u8>, t: PacketType, link: LinkHeader) {
+    let mut common = [0u8; COMMON_HEADER_LEN];
+    CommonHeader { packet_type: t }.emit(&mut common);
+    out.extend_from_slice(&common);
+    out.extend_from_slice(&link.hop_seq.to_be_bytes());
+    out.extend_from_slice(&link.hop_ts_us.to_be_bytes());
+}
+
+/// A control packet carrying `control` (TLV bytes from [`emit_control`]).
+pub fn emit_control_packet(link: LinkHeader, control: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(COMMON_HEADER_LEN + LINK_HEADER_LEN + control.len());
+    emit_prefix(&mut out, PacketType::CelerityControl, link);
+    out.extend_from_slice(control);
+    out
+}
+
+/// A data packet. `control` (TLV bytes) must be at most 255 bytes and
+/// `header.entries` at most [`MAX_PARTICIPANTS`] long.
+pub fn emit_data_packet(link: LinkHeader, header: &DataHeader, control: &[u8], media: &[u8]) -> Vec<u8> {
+    assert!(control.len() <= 255, "piggybacked control fits its length byte");
+    assert!(header.entries.len() <= MAX_PARTICIPANTS, "tree entries per member");
+    let mut out = Vec::with_capacity(
+        COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + control.len() + media.len(),
+    );
+    emit_prefix(&mut out, PacketType::CelerityData, link);
+    out.push(header.session);
+    out.extend_from_slice(&header.media_seq.to_be_bytes());
+    out.extend_from_slice(&header.origin_ts_us.to_be_bytes());
+    out.extend_from_slice(&header.uprime.to_bits().to_be_bytes());
+    out.extend_from_slice(&header.relay_side.to_be_bytes());
+    out.extend_from_slice(&header.recv_side.to_be_bytes());
+    out.push(control.len() as u8);
+    out.push(header.entries.len() as u8);
+    for e in &header.entries {
+        out.push(e.member);
+        out.extend_from_slice(&e.children.to_be_bytes());
+    }
+    out.extend_from_slice(control);
+    out.extend_from_slice(media);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn data_round_trip() {
+        let link = LinkHeader {
+            hop_seq: 65535,
+            hop_ts_us: 123_456,
+        };
+        let header = DataHeader {
+            session: 3,
+            media_seq: 7,
+            origin_ts_us: 99,
+            uprime: 0.0625,
+            relay_side: 0b1011,
+            recv_side: 0b0011,
+            entries: vec![TreeEntry {
+                member: 2,
+                children: 0b1001,
+            }],
+        };
+        let mut ctl = Vec::new();
+        emit_control(
+            &Control::RateUpdate {
+                echo_ts_us: 5,
+                hold_us: 6,
+                rates: vec![(1, 240_000), (2, 7)],
+            },
+            &mut ctl,
+        );
+        emit_control(&Control::Hello, &mut ctl);
+        let bytes = emit_data_packet(link, &header, &ctl, b"media");
+        assert_eq!(
+            bytes.len(),
+            COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + ctl.len() + 5
+        );
+        let Packet::Data {
+            link: l,
+            header: h,
+            control,
+            media,
+        } = parse(&bytes).unwrap()
+        else {
+            panic!("not data")
+        };
+        assert_eq!(l, link);
+        assert_eq!(h, header);
+        assert_eq!(media, b"media");
+        assert_eq!(control.len(), 2);
+        assert_eq!(control[1], Control::Hello);
+    }
+
+    #[test]
+    fn control_round_trip() {
+        let link = LinkHeader {
+            hop_seq: 1,
+            hop_ts_us: 2,
+        };
+        let msgs = vec![
+            Control::LinkState {
+                session: 1,
+                links: vec![(2, 1000, 3), (3, 4, 5)],
+            },
+            Control::Bye,
+        ];
+        let mut ctl = Vec::new();
+        for m in &msgs {
+            emit_control(m, &mut ctl);
+        }
+        let bytes = emit_control_packet(link, &ctl);
+        assert_eq!(
+            parse(&bytes).unwrap(),
+            Packet::Control {
+                link,
+                control: msgs
+            }
+        );
+    }
+
+    #[test]
+    fn bad_input_is_rejected() {
+        let link = LinkHeader {
+            hop_seq: 1,
+            hop_ts_us: 2,
+        };
+        let bytes = emit_control_packet(link, &[TLV_RATE, 3, 0, 0, 0]);
+        assert!(parse(&bytes).is_err());
+        let bytes = emit_control_packet(link, &[TLV_RATE, 200]);
+        assert!(matches!(
+            parse(&bytes),
+            Err(CelerityWireError::Truncated { .. })
+        ));
+        assert!(parse(&bytes[..5]).is_err());
+    }
+
+    proptest! {
+        /// No input makes the parser panic.
+        #[test]
+        fn parse_never_panics(mut bytes in proptest::collection::vec(any::<u8>(), 0..200), t in 2u8..4) {
+            if bytes.len() >= 4 {
+                bytes[0] = 1;
+                bytes[1] = t;
+                bytes[2] = 0;
+                bytes[3] = 0;
+            }
+            let _ = parse(&bytes);
+        }
+    }
+}
