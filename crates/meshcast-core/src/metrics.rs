@@ -16,6 +16,13 @@
 //! - `loss`: for each receiver, the fraction of the packets *sent* in the
 //!   window that it never received (packets still in flight at the end of
 //!   the run count as lost); the highest of these.
+//!
+//! A receiver with declared presence intervals ([`FlowRecorder::set_presence`],
+//! for members that join or leave) only counts in windows it is present
+//! for throughout.
+//!
+//! The recorder also sums the bytes endpoints report sending by purpose
+//! ([`crate::Event::BytesSent`]) for [`FlowRecorder::overhead`].
 
 use crate::ids::{FlowId, NodeId};
 use crate::time::{Duration, Time};
@@ -38,6 +45,18 @@ pub struct FlowFigures {
     /// Highest fraction of sent packets a receiver never got (`None`: none
     /// sent).
     pub loss: Option<f64>,
+}
+
+/// Protocol overhead: of all bytes endpoints sent (IP/UDP headers not
+/// included), the fractions that were data headers and control.
+#[derive(Clone, Copy, PartialEq, Debug, Default, serde::Serialize)]
+pub struct Overhead {
+    /// All bytes sent.
+    pub bytes_sent: u64,
+    /// Data packet headers / all bytes.
+    pub header_fraction: f64,
+    /// Control messages / all bytes.
+    pub control_fraction: f64,
 }
 
 /// A log-linear histogram of durations (128 bins per power of two).
@@ -145,6 +164,8 @@ pub struct FlowRecord {
     delay: Vec<DelayBucket>,
     /// Received events from nodes that are not declared receivers.
     pub stray_packets: u64,
+    /// Per receiver: when it is present (`None`: always).
+    presence: Vec<Option<Vec<(Time, Time)>>>,
 }
 
 fn bucket<T: Default>(v: &mut Vec<T>, t: Time) -> &mut T {
@@ -185,7 +206,23 @@ impl FlowRecord {
         let sent = self.window_sent(from, to);
         let mut recv_min: Option<f64> = None;
         let mut loss_max: Option<f64> = None;
-        for r in &self.recv {
+        let (w_from, w_to) = (Time::from_secs(from_s), Time::from_secs(to_s).min(end));
+        let counted: Vec<usize> = {
+            let present: Vec<usize> = (0..self.recv.len())
+                .filter(|&r| {
+                    self.presence
+                        .get(r)
+                        .and_then(|p| p.as_ref())
+                        .is_none_or(|iv| iv.iter().any(|&(a, b)| a <= w_from && w_to <= b))
+                })
+                .collect();
+            if present.is_empty() {
+                (0..self.recv.len()).collect()
+            } else {
+                present
+            }
+        };
+        for r in counted.iter().map(|&i| &self.recv[i]) {
             let (mut bytes, mut pk) = (0u64, 0u64);
             for b in r.iter().take(to).skip(from) {
                 bytes += b.bytes;
@@ -220,6 +257,8 @@ impl FlowRecord {
 #[derive(Clone, Debug, Default)]
 pub struct FlowRecorder {
     flows: Vec<FlowRecord>,
+    /// Per second: bytes sent as media, data headers and control.
+    bytes: Vec<[u64; 3]>,
     /// Events naming a flow that was never declared.
     pub unknown_flow_events: u64,
 }
@@ -248,6 +287,7 @@ impl FlowRecorder {
             sent: Vec::new(),
             delay: Vec::new(),
             stray_packets: 0,
+            presence: Vec::new(),
         });
         id
     }
@@ -288,6 +328,49 @@ impl FlowRecorder {
         b.count += 1;
         b.sum_ns += u128::from(d.as_nanos());
         b.hist.record(d);
+    }
+
+    /// Declare when `node`, a receiver of `flow`, is present: it then only
+    /// counts in windows inside one of `intervals`.
+    pub fn set_presence(&mut self, flow: FlowId, node: NodeId, intervals: Vec<(Time, Time)>) {
+        let Some(f) = self.flows.get_mut(flow.index()) else {
+            return;
+        };
+        if let Some(r) = f.receivers.iter().position(|&n| n == node) {
+            f.presence.resize(f.receivers.len(), None);
+            f.presence[r] = Some(intervals);
+        }
+    }
+
+    /// An endpoint sent a datagram at `now` with these bytes by purpose.
+    pub fn bytes_sent(&mut self, now: Time, media: u32, header: u32, control: u32) {
+        let b = bucket(&mut self.bytes, now);
+        b[0] += u64::from(media);
+        b[1] += u64::from(header);
+        b[2] += u64::from(control);
+    }
+
+    /// Protocol overhead over the whole seconds `[from_s, to_s)`.
+    pub fn overhead(&self, from_s: u64, to_s: u64) -> Overhead {
+        let mut t = [0u64; 3];
+        for b in self.bytes.iter().take(to_s as usize).skip(from_s as usize) {
+            for i in 0..3 {
+                t[i] += b[i];
+            }
+        }
+        let total = t.iter().sum::<u64>();
+        let frac = |x: u64| {
+            if total > 0 {
+                x as f64 / total as f64
+            } else {
+                0.0
+            }
+        };
+        Overhead {
+            bytes_sent: total,
+            header_fraction: frac(t[1]),
+            control_fraction: frac(t[2]),
+        }
     }
 
     /// Every flow, indexed by [`FlowId`].

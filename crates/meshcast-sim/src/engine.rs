@@ -379,6 +379,11 @@ impl Fabric {
                 self.flows
                     .received(flow, node, self.now, payload_bytes, sent_at);
             }
+            Event::BytesSent {
+                media,
+                header,
+                control,
+            } => self.flows.bytes_sent(self.now, media, header, control),
             _ => {}
         }
     }
@@ -536,6 +541,12 @@ impl Sim {
         }
         self.add_endpoint(src_addr, Box::new(source))?;
         Ok(flow)
+    }
+
+    /// Declare when `node`, a receiver of `flow`, is present (see
+    /// [`FlowRecorder::set_presence`]).
+    pub fn set_presence(&mut self, flow: FlowId, node: NodeId, intervals: Vec<(Time, Time)>) {
+        self.fab.flows.set_presence(flow, node, intervals);
     }
 
     /// Install the hook that [`Action::Join`] calls.

@@ -27,7 +27,7 @@
 
 mod engine;
 pub mod network;
-mod routing;
+pub mod routing;
 pub mod stats;
 
 pub use engine::{Action, Membership, Sim, SimError, TRAFFIC_BASE_PORT};

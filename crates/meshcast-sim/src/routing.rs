@@ -8,6 +8,7 @@
 //! consistent hop by hop.
 
 use crate::network::{LinkId, Network, NodeKind};
+use meshcast_core::NodeId;
 use std::collections::VecDeque;
 
 const NONE: u32 = u32::MAX;
@@ -98,6 +99,23 @@ impl Routes {
         let l = self.next[at * self.n + dst];
         (l != NONE).then_some(LinkId(l))
     }
+}
+
+/// The links a packet from `from` to `to` crosses in `net` with the links
+/// for which `up` is true, as the simulator routes it (`None`: no route).
+pub fn path(net: &Network, up: &[bool], from: NodeId, to: NodeId) -> Option<Vec<LinkId>> {
+    let routes = Routes::compute(net, up);
+    let mut at = from.index();
+    let mut out = Vec::new();
+    while at != to.index() {
+        let l = routes.next_hop(at, to.index())?;
+        out.push(l);
+        at = net.links()[l.index()].to.index();
+        if out.len() > routes.n {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

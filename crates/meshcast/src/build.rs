@@ -1,8 +1,10 @@
 //! Turn a checked [`Scenario`] into a ready-to-run [`Sim`].
 
+use crate::conference::{CONFERENCE_PORT, Conference, presence};
 use crate::scenario::{EventKind, Scenario};
-use meshcast_core::{NodeId, Time};
-use meshcast_sim::{Action, LinkId, Network, NetworkError, Sim, SimError};
+use meshcast_core::{Addr, Endpoint, FlowId, NodeId, Time};
+use meshcast_proto::celerity::{CelerityConfig, CelerityPeer};
+use meshcast_sim::{Action, LinkId, Membership, Network, NetworkError, Sim, SimError};
 use thiserror::Error;
 
 /// Why a checked scenario could still not be built (the checks in
@@ -22,6 +24,78 @@ pub enum BuildError {
     /// An event names a link index past the declared links.
     #[error("no link [{0}]")]
     UnknownLink(usize),
+    /// A peer's configuration was refused.
+    #[error("conference: {0}")]
+    Conference(String),
+}
+
+/// Starts a participant's peer when its node joins.
+struct ConferenceHook {
+    nodes: Vec<NodeId>,
+    configs: Vec<CelerityConfig>,
+}
+
+impl Membership for ConferenceHook {
+    fn join(&mut self, node: NodeId, _now: Time) -> Vec<(u16, Box<dyn Endpoint>)> {
+        self.nodes
+            .iter()
+            .position(|&n| n == node)
+            .and_then(|i| CelerityPeer::new(self.configs[i].clone()).ok())
+            .map(|p| vec![(CONFERENCE_PORT, Box::new(p) as Box<dyn Endpoint>)])
+            .unwrap_or_default()
+    }
+}
+
+/// Declare the sessions' flows, install the peers' join hook and start
+/// every participant present at time zero (through a join at zero, so a
+/// later leave closes it like any other).
+fn add_conference(sim: &mut Sim, sc: &Scenario, c: &Conference) -> Result<(), BuildError> {
+    let nodes: Vec<NodeId> = c
+        .participants
+        .iter()
+        .map(|p| node(sim.network(), p))
+        .collect::<Result<_, _>>()?;
+    let flows: Vec<FlowId> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &src)| {
+            let receivers = nodes.iter().copied().filter(|&n| n != src).collect();
+            sim.add_flow(c.participants[i].clone(), "session", src, receivers)
+        })
+        .collect();
+    let present = presence(sc, c);
+    for (i, &flow) in flows.iter().enumerate() {
+        for (j, &r) in nodes.iter().enumerate() {
+            if i != j {
+                sim.set_presence(flow, r, present[j].clone());
+            }
+        }
+    }
+    let configs: Vec<CelerityConfig> = (0..nodes.len())
+        .map(|me| CelerityConfig {
+            me,
+            participants: nodes
+                .iter()
+                .map(|&n| Addr::new(n, CONFERENCE_PORT))
+                .collect(),
+            flows: flows.clone(),
+            model: c.model(),
+            params: c.params.clone(),
+        })
+        .collect();
+    for cfg in &configs {
+        CelerityPeer::new(cfg.clone()).map_err(|e| BuildError::Conference(e.to_string()))?;
+    }
+    sim.set_membership(Box::new(ConferenceHook {
+        nodes: nodes.clone(),
+        configs,
+    }));
+    for (i, &n) in nodes.iter().enumerate() {
+        if present[i].first().is_some_and(|&(a, _)| a == Time::ZERO) {
+            sim.schedule(Time::ZERO, Action::Join(n))?;
+        }
+    }
+    Ok(())
 }
 
 fn at(s: f64) -> Time {
@@ -51,6 +125,9 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
         });
     }
     let mut sim = Sim::new(net, sc.seed);
+    if let Some(c) = &sc.conference {
+        add_conference(&mut sim, sc, c)?;
+    }
     let dirs = |link: usize| directions.get(link).ok_or(BuildError::UnknownLink(link));
     for e in &sc.events {
         let t = at(e.at_s);

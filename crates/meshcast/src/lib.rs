@@ -2,6 +2,7 @@
 //! building a simulation from a scenario, and the reports a run writes.
 
 pub mod build;
+pub mod conference;
 pub mod overrides;
 pub mod report;
 pub mod scenario;

@@ -32,6 +32,48 @@ struct Cli {
 enum Command {
     /// Run a scenario in the simulator and write its report.
     Run(RunArgs),
+    /// Print the central optimum of a conference scenario's sessions (kbit/s
+    /// per participant, for each delivery scheme) as JSON.
+    Optimum(OptimumArgs),
+}
+
+#[derive(clap::Args)]
+struct OptimumArgs {
+    /// The scenario file (it needs a [conference] section).
+    scenario: PathBuf,
+    /// The network state at this time, seconds (events up to it applied,
+    /// cross traffic then active taken off the capacity).
+    #[arg(long, value_name = "T", default_value_t = 0.0)]
+    at: f64,
+    /// Override a scenario value (as for `run`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<Override>,
+}
+
+fn optimum(args: OptimumArgs) -> Result<(), Failure> {
+    let sc = Scenario::load(&args.scenario, &args.sets).map_err(bad_input)?;
+    if !(args.at.is_finite() && args.at >= 0.0 && args.at <= sc.duration_s) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--at must be within the run (0..={})",
+            sc.duration_s
+        )));
+    }
+    if sc.conference.is_none() {
+        return Err(bad_input(anyhow::anyhow!(
+            "{}: the scenario has no [conference] section",
+            args.scenario.display()
+        )));
+    }
+    let opt = meshcast::conference::optimum_at(&sc, args.at).map_err(|error| Failure {
+        status: 1,
+        error: error.into(),
+    })?;
+    let json = serde_json::to_string_pretty(&opt).map_err(|error| Failure {
+        status: 1,
+        error: error.into(),
+    })?;
+    println!("{json}");
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -124,6 +166,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Optimum(args) => optimum(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

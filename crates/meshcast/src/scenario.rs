@@ -65,6 +65,7 @@ struct RawScenario {
     #[serde(default)]
     event: Vec<Spanned<RawEvent>>,
     report: Option<RawReport>,
+    conference: Option<crate::conference::RawConference>,
 }
 
 #[derive(Deserialize)]
@@ -220,11 +221,13 @@ pub struct Scenario {
     pub events: Vec<EventDecl>,
     /// Report windows `[from_s, to_s)`, whole seconds.
     pub windows: Vec<(u64, u64)>,
+    /// The conference running over the underlay, if any.
+    pub conference: Option<crate::conference::Conference>,
 }
 
 /// Maps byte offsets of the (possibly overridden) text to places in the
 /// file, and names the `--set` that produced a line.
-struct Locator<'a> {
+pub(crate) struct Locator<'a> {
     file: &'a str,
     text: &'a str,
     /// For each line of `text` (0-based): the 1-based line of the file, or
@@ -233,7 +236,12 @@ struct Locator<'a> {
 }
 
 impl Locator<'_> {
-    fn err(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn err(
+        &self,
+        span: Range<usize>,
+        field: &str,
+        message: impl Into<String>,
+    ) -> ScenarioError {
         let before = &self.text[..span.start.min(self.text.len())];
         let line0 = before.matches('\n').count();
         let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
@@ -487,7 +495,13 @@ impl Scenario {
             windows.push((a, b));
         }
 
+        let conference = match &raw.conference {
+            Some(c) => Some(crate::conference::check(c, loc, &node_ref)?),
+            None => None,
+        };
+
         Ok(Scenario {
+            conference,
             name,
             description: raw.description,
             duration_s,
@@ -501,7 +515,7 @@ impl Scenario {
 }
 
 /// Resolves a node name field to a declared node id.
-type NodeRef<'a> = dyn Fn(&Spanned<String>, &str) -> Result<String, ScenarioError> + 'a;
+pub(crate) type NodeRef<'a> = dyn Fn(&Spanned<String>, &str) -> Result<String, ScenarioError> + 'a;
 
 const TRAFFIC_FIELDS: &[&str] = &["id", "from", "to", "rate_kbps", "packet_bytes", "until_s"];
 

@@ -272,3 +272,47 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.toml"));
 }
+
+/// `meshcast optimum` gives the dumbbell's analytical optima: 240 for
+/// every session; 200 for A and B under the 80 kbit/s of cross traffic
+/// (198.9: its IP/UDP headers load the link too); after A-E fails, 240
+/// coded but about 120 for A with 2-hop trees; Simulcast and Mutualcast
+/// 120.
+#[test]
+fn optimum_matches_the_dumbbell_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = root().join("scenarios/celerity/dumbbell.toml");
+    let at = |t: &str| -> Value {
+        let out = meshcast(&["optimum", file.to_str().unwrap(), "--at", t], dir.path());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = at("0");
+    for p in ["A", "B", "C", "D"] {
+        assert_eq!(num(&v["coded"][p]), 240.0);
+        assert_eq!(num(&v["twohop"][p]), 240.0);
+        assert_eq!(num(&v["simulcast"][p]), 120.0);
+        assert_eq!(num(&v["mutualcast"][p]), 120.0);
+    }
+    let v = at("400");
+    assert!((num(&v["coded"]["A"]) - 200.0).abs() < 1.5);
+    assert!((num(&v["coded"]["B"]) - 200.0).abs() < 1.5);
+    assert_eq!(num(&v["coded"]["C"]), 240.0);
+    let v = at("800");
+    for p in ["A", "B", "C", "D"] {
+        assert_eq!(num(&v["coded"][p]), 240.0);
+    }
+    assert!((num(&v["twohop"]["A"]) - 120.0).abs() < 5.0);
+    // No conference, or a time outside the run: bad input.
+    let out = meshcast(&["optimum", &bottleneck()], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let out = meshcast(
+        &["optimum", file.to_str().unwrap(), "--at", "5000"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

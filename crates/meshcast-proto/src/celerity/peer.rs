@@ -1,8 +1,6 @@
 //! The Celerity peer state machine.
 
-use super::wire::{
-    self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry,
-};
+use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Model, SessionGraph, Tree};
 use std::collections::VecDeque;
@@ -22,8 +20,11 @@ pub struct CelerityParams {
     pub beta: f64,
     /// Utility offset δ, kbit/s (bounds `U′` at zero rate).
     pub delta_kbps: f64,
-    /// Step size α of rule (10), kbit/s per unit of `U′ − price`.
-    pub step_kbps: f64,
+    /// κ, the step of rule (10) relative to the link's rate: each control
+    /// interval `c += κ·c·(gain − price)/U′`, i.e. α = κ·c/U′ (a per-link
+    /// step size that keeps the paper's equilibrium and scales with the
+    /// rate). Changes are held within −50% / +25% (×gain in quick start).
+    pub step: f64,
     /// Quick start (§5.5): for this long after the peer starts and after
     /// every membership change, β and α are multiplied by
     /// `quick_start_gain`.
@@ -50,7 +51,7 @@ impl Default for CelerityParams {
             delay_bound: Duration::from_millis(200),
             beta: 15.0,
             delta_kbps: 10.0,
-            step_kbps: 200.0,
+            step: 0.05,
             quick_start: Duration::from_secs(30),
             quick_start_gain: 2.0,
             control_interval: Duration::from_millis(200),
@@ -124,9 +125,18 @@ struct BaseDelay {
     since: Time,
 }
 
-const BASE_HALF: Duration = Duration::from_secs(10);
+const BASE_HALF: Duration = Duration::from_secs(60);
 
 impl BaseDelay {
+    /// The windowed minimum so far.
+    fn base(&self) -> Option<f64> {
+        match (self.cur, self.prev) {
+            (Some(c), Some(p)) => Some(c.min(p)),
+            (c, p) => c.or(p),
+        }
+    }
+
+    /// Record `owd` and return how far it is above the windowed minimum.
     fn sample(&mut self, now: Time, owd: f64) -> f64 {
         if now.saturating_since(self.since) >= BASE_HALF {
             self.prev = self.cur.take();
@@ -168,6 +178,9 @@ struct Outgoing {
     /// c_{m,e} per session as the tail last said, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
     rtt: Option<Duration>,
+    /// Minimum RTT over a sliding window: the propagation part, which is
+    /// what the delay bound is about (queuing comes and goes).
+    rtt_min: BaseDelay,
     /// Token buckets per session: (bytes, last refill).
     bucket: [(f64, Time); MAX_PARTICIPANTS],
     reported: [f64; MAX_PARTICIPANTS],
@@ -280,7 +293,7 @@ impl CelerityPeer {
         for (name, v) in [
             ("beta", p.beta),
             ("delta_kbps", p.delta_kbps),
-            ("step_kbps", p.step_kbps),
+            ("step", p.step),
             ("quick_start_gain", p.quick_start_gain),
         ] {
             if !(v.is_finite() && v > 0.0) {
@@ -312,6 +325,7 @@ impl CelerityPeer {
             seq: 0,
             rates: [c0; MAX_PARTICIPANTS],
             rtt: None,
+            rtt_min: BaseDelay::default(),
             bucket: [(0.0, Time::ZERO); MAX_PARTICIPANTS],
             reported: [-1.0; MAX_PARTICIPANTS],
             reported_at: [None; MAX_PARTICIPANTS],
@@ -419,6 +433,7 @@ impl CelerityPeer {
             self.incoming[u].next_seq = None;
             self.outgoing[u].rates = [c0; MAX_PARTICIPANTS];
             self.outgoing[u].rtt = None;
+            self.outgoing[u].rtt_min = BaseDelay::default();
             self.outgoing[u].pending.clear();
             self.outgoing[u].pending_deadline = None;
             self.sessions[u] = SessionInfo::default();
@@ -450,7 +465,11 @@ impl CelerityPeer {
     }
 
     fn arm_flush(&mut self) {
-        let next = self.outgoing.iter().filter_map(|o| o.pending_deadline).min();
+        let next = self
+            .outgoing
+            .iter()
+            .filter_map(|o| o.pending_deadline)
+            .min();
         self.set(Timer::Flush, next);
     }
 
@@ -485,7 +504,7 @@ impl CelerityPeer {
     fn control_tick(&mut self, now: Time) {
         let p = self.cfg.params.clone();
         let q = self.quick(now);
-        let alpha = p.step_kbps * q;
+        let kappa = p.step * q;
         for u in self.others() {
             let inc = &mut self.incoming[u];
             let total = inc.received + inc.lost;
@@ -503,7 +522,7 @@ impl CelerityPeer {
             let price = inc.loss + inc.qdelay;
             for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
                 let s = &self.sessions[m];
-                let gain = if s.known {
+                let (gain, uprime) = if s.known {
                     let crosses = meshcast_plan::packing::crosses(
                         m,
                         u,
@@ -512,16 +531,27 @@ impl CelerityPeer {
                         |i| s.recv_side & (1 << i) != 0,
                         self.cfg.model == Model::Star,
                     );
-                    if crosses { s.uprime } else { 0.0 }
-                } else if u == m {
+                    (if crosses { s.uprime } else { 0.0 }, s.uprime)
+                } else {
                     // Before the source has said anything: let its direct
                     // link grow.
-                    p.beta * q / (p.initial_rate_kbps + p.delta_kbps)
+                    let u0 = p.beta / (p.initial_rate_kbps + p.delta_kbps);
+                    (if u == m { u0 } else { 0.0 }, u0)
+                };
+                // Rule (10) with the per-link step α = κ·c/U′: the
+                // equilibrium (U′ = price on critical links) is the
+                // paper's, and the step scales with the rate so the same
+                // κ works at kbit/s and Mbit/s.
+                let c = inc.rates[m];
+                let scale = c.max(p.initial_rate_kbps);
+                let rel = if uprime > 0.0 {
+                    (gain - price) / uprime
+                } else if price > 0.0 {
+                    -1.0
                 } else {
                     0.0
                 };
-                let c = inc.rates[m];
-                let step = (alpha * (gain - price)).min(0.5 * c + 10.0);
+                let step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
                 inc.rates[m] = (c + step).max(0.0);
             }
             inc.received = 0;
@@ -566,7 +596,9 @@ impl CelerityPeer {
                 let o = &self.outgoing[v];
                 let r = o.rates[m];
                 moved |= (r - o.reported[m]).abs() > 0.01 * o.reported[m].max(1.0);
-                let d = o.rtt.map_or(0, |rtt| (rtt.as_nanos() / 2 / 100_000).min(65_535) as u16);
+                let d = o
+                    .rtt
+                    .map_or(0, |rtt| (rtt.as_nanos() / 2 / 100_000).min(65_535) as u16);
                 links.push((v as u8, (r * 1e3).round() as u32, d));
             }
             let stale = self.outgoing[m].reported_at[m]
@@ -586,6 +618,18 @@ impl CelerityPeer {
             self.queue_control(m, now, &msg, Duration::from_millis(40));
         }
         self.pack(now);
+        if self.src.rate_kbps <= 0.0 {
+            // No data carries the session's U′ and cut: tell the tails.
+            let msg = Control::SessionState {
+                session: self.me as u8,
+                uprime: self.src.uprime as f32,
+                relay_side: self.src.relay_side,
+                recv_side: self.src.recv_side,
+            };
+            for v in self.others() {
+                self.queue_control(v, now, &msg, Duration::from_millis(40));
+            }
+        }
     }
 
     /// Algorithm 2 lines 1–2: pack trees and compute the critical cut.
@@ -605,11 +649,17 @@ impl CelerityPeer {
                 }
                 let (r, d) = if u == me {
                     let o = &self.outgoing[v];
-                    (o.rates[me], o.rtt.map_or(Duration::ZERO, |r| Duration::from_nanos(r.as_nanos() / 2)))
+                    (
+                        o.rates[me],
+                        o.rtt
+                            .map_or(Duration::ZERO, |r| Duration::from_nanos(r.as_nanos() / 2)),
+                    )
                 } else {
                     let i = u * n + v;
                     match self.src.reported_at[i] {
-                        Some(t) if now.saturating_since(t) < fresh => (self.src.rates[i], self.src.delays[i]),
+                        Some(t) if now.saturating_since(t) < fresh => {
+                            (self.src.rates[i], self.src.delays[i])
+                        }
                         _ => (0.0, Duration::ZERO),
                     }
                 };
@@ -643,7 +693,12 @@ impl CelerityPeer {
             .trees
             .iter()
             .map(|t| {
-                let occ = t.tree.occ.iter().map(|&(m, par)| (members[m], par)).collect();
+                let occ = t
+                    .tree
+                    .occ
+                    .iter()
+                    .map(|&(m, par)| (members[m], par))
+                    .collect();
                 (Tree { occ }, t.rate as f64 / 1e3)
             })
             .collect();
@@ -651,7 +706,7 @@ impl CelerityPeer {
         let packed = packing.rate as f64 / 1e3;
         let cap = p.max_rate.map(|r| r.as_kbps_f64());
         self.src.rate_kbps = cap.map_or(packed, |c| packed.min(c));
-        let beta = p.beta * self.quick(now);
+        let beta = p.beta;
         // An application that cannot use more asks for nothing more.
         self.src.uprime = match cap {
             Some(c) if packed >= 1.2 * c => 0.0,
@@ -805,7 +860,8 @@ impl CelerityPeer {
                 if hold_us != u32::MAX {
                     let rtt = micros(now).wrapping_sub(echo_ts_us).wrapping_sub(hold_us);
                     if rtt < 10_000_000 {
-                        o.rtt = Some(Duration::from_micros(u64::from(rtt)));
+                        o.rtt_min.sample(now, f64::from(rtt) / 1e6);
+                        o.rtt = o.rtt_min.base().map(Duration::from_secs_f64);
                     }
                 }
             }
@@ -821,6 +877,21 @@ impl CelerityPeer {
                         self.src.delays[i] = Duration::from_micros(u64::from(d) * 100);
                         self.src.reported_at[i] = Some(now);
                     }
+                }
+            }
+            Control::SessionState {
+                session,
+                uprime,
+                relay_side,
+                recv_side,
+            } => {
+                if let Some(s) = self.sessions.get_mut(usize::from(session))
+                    && usize::from(session) == u
+                {
+                    s.known = true;
+                    s.uprime = f64::from(uprime);
+                    s.relay_side = relay_side;
+                    s.recv_side = recv_side;
                 }
             }
             Control::Hello => {}
@@ -854,7 +925,11 @@ impl CelerityPeer {
             sent_at: Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos())),
         });
         let _ = u;
-        let Some(mine) = header.entries.iter().find(|e| usize::from(e.member) == self.me) else {
+        let Some(mine) = header
+            .entries
+            .iter()
+            .find(|e| usize::from(e.member) == self.me)
+        else {
             return;
         };
         let children = mine.children;
@@ -932,7 +1007,8 @@ impl Endpoint for CelerityPeer {
                 return;
             }
         };
-        let bye = matches!(&packet, Packet::Control { control, .. } if control.contains(&Control::Bye));
+        let bye =
+            matches!(&packet, Packet::Control { control, .. } if control.contains(&Control::Bye));
         if !bye {
             self.heard_from(u, now);
         }

@@ -1,6 +1,9 @@
 use super::*;
 use meshcast_core::NodeId;
 
+/// (arrival, from, to, bytes)
+type InFlight = (Time, usize, usize, Vec<u8>);
+
 fn cfg(n: usize, me: usize) -> CelerityConfig {
     CelerityConfig {
         me,
@@ -38,13 +41,31 @@ fn duplicate_window() {
 fn subtrees_route_each_member_once() {
     // s=0 -> 1 -> {2, 3}; 3 -> 4 (a deep tree).
     let tree = Tree {
-        occ: vec![(0, None), (1, Some(0)), (2, Some(1)), (3, Some(1)), (4, Some(3))],
+        occ: vec![
+            (0, None),
+            (1, Some(0)),
+            (2, Some(1)),
+            (3, Some(1)),
+            (4, Some(3)),
+        ],
     };
     let e = subtree_entries(&tree, 1);
     assert_eq!(e.len(), 2);
-    assert!(e.contains(&TreeEntry { member: 1, children: 0b1100 }));
-    assert!(e.contains(&TreeEntry { member: 3, children: 0b10000 }));
-    assert_eq!(relay_subtree(&e, 3), vec![TreeEntry { member: 3, children: 0b10000 }]);
+    assert!(e.contains(&TreeEntry {
+        member: 1,
+        children: 0b1100
+    }));
+    assert!(e.contains(&TreeEntry {
+        member: 3,
+        children: 0b10000
+    }));
+    assert_eq!(
+        relay_subtree(&e, 3),
+        vec![TreeEntry {
+            member: 3,
+            children: 0b10000
+        }]
+    );
     assert!(relay_subtree(&e, 2).is_empty());
 }
 
@@ -60,7 +81,7 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
             CelerityPeer::new(c).unwrap()
         })
         .collect();
-    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<(Time, usize, usize, Vec<u8>)>> =
+    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<InFlight>> =
         Default::default();
     let mut received = vec![0u64; n];
     let mut sent = vec![0u64; n];
@@ -73,11 +94,18 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
             }
             while let Some(t) = p.poll_transmit(now) {
                 let to = t.to.node.index();
-                inflight.push(std::cmp::Reverse((now + Duration::from_millis(1), i, to, t.payload)));
+                inflight.push(std::cmp::Reverse((
+                    now + Duration::from_millis(1),
+                    i,
+                    to,
+                    t.payload,
+                )));
             }
             while let Some(e) = p.poll_event() {
                 match e {
-                    Event::FlowSent { flow, .. } if now >= Time::from_secs(10) => sent[flow.index()] += 1,
+                    Event::FlowSent { flow, .. } if now >= Time::from_secs(10) => {
+                        sent[flow.index()] += 1
+                    }
                     Event::FlowReceived { flow, sent_at, .. } if sent_at >= Time::from_secs(10) => {
                         received[flow.index()] += 1
                     }
@@ -90,14 +118,19 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
             let from_addr = peers[from].cfg.participants[from];
             peers[to].handle_datagram(now, from_addr, &bytes);
         }
-        now = now + Duration::from_millis(1);
+        now += Duration::from_millis(1);
     }
     for m in 0..n {
         // 100 kbit/s of 1400-byte packets for 10 s: about 89 packets.
         assert!(sent[m] >= 85, "session {m} sent {}", sent[m]);
         // Every packet sent from 10 s on reached the three others (those
         // still in flight at the end aside).
-        assert!(received[m] + 6 >= 3 * sent[m], "session {m}: {} of {}", received[m], 3 * sent[m]);
+        assert!(
+            received[m] + 6 >= 3 * sent[m],
+            "session {m}: {} of {}",
+            received[m],
+            3 * sent[m]
+        );
         assert_eq!(peers[m].counters().malformed, 0);
     }
 }

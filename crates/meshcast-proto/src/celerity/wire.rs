@@ -93,6 +93,18 @@ pub enum Control {
         /// `(tail member, rate bits/s, one-way delay in 100 µs)`.
         links: Vec<(u8, u32, u16)>,
     },
+    /// Source → members: the session's `U′` and critical cut, for when no
+    /// data carries them (the session sends nothing).
+    SessionState {
+        /// The session.
+        session: u8,
+        /// `U′(R)`.
+        uprime: f32,
+        /// Relay side of the critical cut.
+        relay_side: u16,
+        /// Receiver side of the critical cut.
+        recv_side: u16,
+    },
     /// "I am here" (sent on start and answered once).
     Hello,
     /// "I am leaving."
@@ -103,6 +115,7 @@ const TLV_RATE: u8 = 1;
 const TLV_STATE: u8 = 2;
 const TLV_HELLO: u8 = 3;
 const TLV_BYE: u8 = 4;
+const TLV_SESSION: u8 = 5;
 
 /// Why a Celerity packet was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -253,6 +266,21 @@ fn parse_control(mut buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
                     links,
                 });
             }
+            TLV_SESSION => {
+                if len != 9 {
+                    return Err(CelerityWireError::Invalid("session state length"));
+                }
+                let uprime = f32::from_bits(be_u32(body, 1));
+                if !uprime.is_finite() || uprime < 0.0 {
+                    return Err(CelerityWireError::Invalid("utility derivative"));
+                }
+                out.push(Control::SessionState {
+                    session: body[0],
+                    uprime,
+                    relay_side: be_u16(body, 5),
+                    recv_side: be_u16(body, 7),
+                });
+            }
             TLV_HELLO => out.push(Control::Hello),
             TLV_BYE => out.push(Control::Bye),
             // Unknown messages are skipped: a later version may add some.
@@ -292,6 +320,17 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
                 out.extend_from_slice(&d.to_be_bytes());
             }
         }
+        Control::SessionState {
+            session,
+            uprime,
+            relay_side,
+            recv_side,
+        } => {
+            out.extend_from_slice(&[TLV_SESSION, 9, *session]);
+            out.extend_from_slice(&uprime.to_bits().to_be_bytes());
+            out.extend_from_slice(&relay_side.to_be_bytes());
+            out.extend_from_slice(&recv_side.to_be_bytes());
+        }
         Control::Hello => out.extend_from_slice(&[TLV_HELLO, 0]),
         Control::Bye => out.extend_from_slice(&[TLV_BYE, 0]),
     }
@@ -315,9 +354,20 @@ pub fn emit_control_packet(link: LinkHeader, control: &[u8]) -> Vec<u8> {
 
 /// A data packet. `control` (TLV bytes) must be at most 255 bytes and
 /// `header.entries` at most [`MAX_PARTICIPANTS`] long.
-pub fn emit_data_packet(link: LinkHeader, header: &DataHeader, control: &[u8], media: &[u8]) -> Vec<u8> {
-    assert!(control.len() <= 255, "piggybacked control fits its length byte");
-    assert!(header.entries.len() <= MAX_PARTICIPANTS, "tree entries per member");
+pub fn emit_data_packet(
+    link: LinkHeader,
+    header: &DataHeader,
+    control: &[u8],
+    media: &[u8],
+) -> Vec<u8> {
+    assert!(
+        control.len() <= 255,
+        "piggybacked control fits its length byte"
+    );
+    assert!(
+        header.entries.len() <= MAX_PARTICIPANTS,
+        "tree entries per member"
+    );
     let mut out = Vec::with_capacity(
         COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + control.len() + media.len(),
     );
@@ -403,6 +453,12 @@ mod tests {
             Control::LinkState {
                 session: 1,
                 links: vec![(2, 1000, 3), (3, 4, 5)],
+            },
+            Control::SessionState {
+                session: 2,
+                uprime: 0.5,
+                relay_side: 3,
+                recv_side: 4,
             },
             Control::Bye,
         ];

@@ -1,0 +1,370 @@
+//! The `[conference]` section: a multi-party conference over the
+//! scenario's underlay, and what it needs from the rest of the scenario —
+//! who is present when, and the network state the central optimum is
+//! computed for.
+
+use crate::scenario::{EventKind, Locator, Scenario, ScenarioError};
+use meshcast_core::{Duration, NodeId, Rate, Time};
+use meshcast_plan::Model;
+use meshcast_plan::optimum::{self, OptimumError, Problem, Scheme, Utility};
+use meshcast_proto::celerity::CelerityParams;
+use meshcast_sim::{Network, routing};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// The port every participant's peer binds.
+pub const CONFERENCE_PORT: u16 = 5000;
+
+/// How sessions are delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Celerity: tree packing over link rates from the loss+delay link
+    /// rate control.
+    Celerity,
+    /// One-hop star per session, same link rate control.
+    Simulcast,
+    /// Star plus one depth-2 tree per relay, same link rate control.
+    Mutualcast,
+}
+
+/// Celerity's tree model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// Delay-bounded trees of any depth (meshcast's default; reaches the
+    /// network-coding optimum when delays allow).
+    Deep,
+    /// The paper's 2-hop trees.
+    Paper,
+}
+
+/// A checked `[conference]` section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conference {
+    /// Delivery protocol.
+    pub protocol: Protocol,
+    /// Tree model of the Celerity protocol.
+    pub variant: Variant,
+    /// Participant node names; the index is the participant (and session)
+    /// id.
+    pub participants: Vec<String>,
+    /// Protocol parameters.
+    pub params: CelerityParams,
+}
+
+impl Conference {
+    /// The tree model peers use.
+    pub fn model(&self) -> Model {
+        match (self.protocol, self.variant) {
+            (Protocol::Celerity, Variant::Deep) => Model::Deep,
+            (Protocol::Celerity, Variant::Paper) => Model::TwoHop,
+            (Protocol::Simulcast, _) => Model::Star,
+            (Protocol::Mutualcast, _) => Model::Mutualcast,
+        }
+    }
+
+    /// The utility of the central optimum, in bits/s (the peers' β and δ).
+    pub fn utility(&self) -> Utility {
+        Utility {
+            beta: self.params.beta,
+            delta_bps: self.params.delta_kbps * 1e3,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConference {
+    protocol: Option<Spanned<String>>,
+    variant: Option<Spanned<String>>,
+    participants: Spanned<Vec<Spanned<String>>>,
+    delay_bound_ms: Option<Spanned<f64>>,
+    beta: Option<Spanned<f64>>,
+    delta_kbps: Option<Spanned<f64>>,
+    step: Option<Spanned<f64>>,
+    quick_start_s: Option<Spanned<f64>>,
+    media_bytes: Option<Spanned<i64>>,
+    max_rate_kbps: Option<Spanned<f64>>,
+}
+
+pub(crate) fn check(
+    raw: &RawConference,
+    loc: &Locator<'_>,
+    node_ref: &crate::scenario::NodeRef<'_>,
+) -> Result<Conference, ScenarioError> {
+    let protocol = match raw
+        .protocol
+        .as_ref()
+        .map(|p| (p.get_ref().as_str(), p.span()))
+    {
+        None | Some(("celerity", _)) => Protocol::Celerity,
+        Some(("simulcast", _)) => Protocol::Simulcast,
+        Some(("mutualcast", _)) => Protocol::Mutualcast,
+        Some((other, span)) => {
+            return Err(loc.err(
+                span,
+                "conference.protocol",
+                format!("unknown protocol {other:?} (expected \"celerity\", \"simulcast\" or \"mutualcast\")"),
+            ));
+        }
+    };
+    let variant = match raw
+        .variant
+        .as_ref()
+        .map(|p| (p.get_ref().as_str(), p.span()))
+    {
+        None | Some(("deep", _)) => Variant::Deep,
+        Some(("paper", _)) => Variant::Paper,
+        Some((other, span)) => {
+            return Err(loc.err(
+                span,
+                "conference.variant",
+                format!("unknown variant {other:?} (expected \"deep\" or \"paper\")"),
+            ));
+        }
+    };
+    let mut participants = Vec::new();
+    for (i, p) in raw.participants.get_ref().iter().enumerate() {
+        let id = node_ref(p, &format!("conference.participants[{i}]"))?;
+        if participants.contains(&id) {
+            return Err(loc.err(
+                p.span(),
+                &format!("conference.participants[{i}]"),
+                format!("{id:?} is listed twice"),
+            ));
+        }
+        participants.push(id);
+    }
+    if !(2..=meshcast_proto::celerity::wire::MAX_PARTICIPANTS).contains(&participants.len()) {
+        return Err(loc.err(
+            raw.participants.span(),
+            "conference.participants",
+            "a conference has 2 to 16 participants",
+        ));
+    }
+    let mut params = CelerityParams::default();
+    let positive = |v: &Option<Spanned<f64>>, field: &str| -> Result<Option<f64>, ScenarioError> {
+        match v {
+            None => Ok(None),
+            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(Some(*s.get_ref())),
+            Some(s) => Err(loc.err(s.span(), field, "must be a positive number")),
+        }
+    };
+    if let Some(d) = positive(&raw.delay_bound_ms, "conference.delay_bound_ms")? {
+        params.delay_bound = Duration::from_secs_f64(d / 1e3);
+    }
+    if let Some(b) = positive(&raw.beta, "conference.beta")? {
+        params.beta = b;
+    }
+    if let Some(d) = positive(&raw.delta_kbps, "conference.delta_kbps")? {
+        params.delta_kbps = d;
+    }
+    if let Some(a) = positive(&raw.step, "conference.step")? {
+        params.step = a;
+    }
+    if let Some(q) = &raw.quick_start_s {
+        let v = *q.get_ref();
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(loc.err(
+                q.span(),
+                "conference.quick_start_s",
+                "must be a number >= 0",
+            ));
+        }
+        params.quick_start = Duration::from_secs_f64(v);
+    }
+    if let Some(m) = &raw.media_bytes {
+        params.media_bytes = u32::try_from(*m.get_ref())
+            .ok()
+            .filter(|b| (16..=1400).contains(b))
+            .ok_or_else(|| loc.err(m.span(), "conference.media_bytes", "must be 16..=1400"))?;
+    }
+    if let Some(r) = positive(&raw.max_rate_kbps, "conference.max_rate_kbps")? {
+        params.max_rate = Some(Rate::from_kbps_f64(r));
+    }
+    Ok(Conference {
+        protocol,
+        variant,
+        participants,
+        params,
+    })
+}
+
+/// When each participant is present, from the join/leave events: a
+/// participant whose first membership event is a join starts absent.
+pub fn presence(sc: &Scenario, c: &Conference) -> Vec<Vec<(Time, Time)>> {
+    let end = Time::from_secs_f64(sc.duration_s);
+    c.participants
+        .iter()
+        .map(|p| {
+            let mut changes: Vec<(Time, bool)> = sc
+                .events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::Join { node } if node == p => {
+                        Some((Time::from_secs_f64(e.at_s), true))
+                    }
+                    EventKind::Leave { node } if node == p => {
+                        Some((Time::from_secs_f64(e.at_s), false))
+                    }
+                    _ => None,
+                })
+                .collect();
+            changes.sort_by_key(|&(t, _)| t);
+            let mut since = match changes.first() {
+                Some(&(_, true)) => None,
+                _ => Some(Time::ZERO),
+            };
+            let mut out = Vec::new();
+            for (t, join) in changes {
+                match (join, since) {
+                    (true, None) => since = Some(t),
+                    (false, Some(s)) => {
+                        out.push((s, t));
+                        since = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(s) = since {
+                out.push((s, end));
+            }
+            out
+        })
+        .collect()
+}
+
+/// The network a conference sees at time `t`: which links are up, their
+/// capacities, and the cross traffic then active (its mean rate on the
+/// wire taken off the capacity of every link on its route).
+fn state_at(sc: &Scenario, net: &Network, t: f64) -> (Vec<bool>, Vec<f64>) {
+    // Directions of each declared link, in the order build() adds them.
+    let mut dirs: Vec<Vec<usize>> = Vec::new();
+    let mut next = 0usize;
+    for l in &sc.links {
+        let k = if l.both_ways { 2 } else { 1 };
+        dirs.push((next..next + k).collect());
+        next += k;
+    }
+    let mut up = vec![true; net.links().len()];
+    let mut cap: Vec<f64> = net
+        .links()
+        .iter()
+        .map(|l| l.params.capacity.as_bps() as f64)
+        .collect();
+    let mut events: Vec<_> = sc.events.iter().filter(|e| e.at_s <= t).collect();
+    events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    for e in &events {
+        match &e.kind {
+            EventKind::LinkDown { link } => dirs[*link].iter().for_each(|&d| up[d] = false),
+            EventKind::LinkUp { link } => dirs[*link].iter().for_each(|&d| up[d] = true),
+            EventKind::Capacity { link, rate } => dirs[*link]
+                .iter()
+                .for_each(|&d| cap[d] = rate.as_bps() as f64),
+            _ => {}
+        }
+    }
+    for e in &events {
+        if let EventKind::Traffic {
+            from,
+            to,
+            rate,
+            packet_bytes,
+            until_s,
+            pattern,
+            ..
+        } = &e.kind
+        {
+            if *until_s <= t {
+                continue;
+            }
+            let (Some(a), Some(b)) = (net.node_id(from), net.node_id(to)) else {
+                continue;
+            };
+            let duty = match pattern {
+                meshcast_proto::traffic::Pattern::OnOff {
+                    mean_on, mean_off, ..
+                } => mean_on.as_secs_f64() / (mean_on.as_secs_f64() + mean_off.as_secs_f64()),
+                _ => 1.0,
+            };
+            let wire = rate.as_bps() as f64
+                * duty
+                * f64::from(packet_bytes + meshcast_core::IP_UDP_OVERHEAD)
+                / f64::from(*packet_bytes);
+            for l in routing::path(net, &up, a, b).unwrap_or_default() {
+                cap[l.index()] = (cap[l.index()] - wire).max(0.0);
+            }
+        }
+    }
+    (up, cap)
+}
+
+/// The central optimum at time `t` for every scheme: participant name →
+/// session rate in kbit/s. Participants absent at `t` are left out.
+pub fn optimum_at(
+    sc: &Scenario,
+    t: f64,
+) -> Result<BTreeMap<&'static str, BTreeMap<String, f64>>, OptimumError> {
+    let Some(c) = &sc.conference else {
+        return Err(OptimumError::Invalid(
+            "the scenario has no [conference]".into(),
+        ));
+    };
+    let sim = crate::build::build(sc).map_err(|e| OptimumError::Invalid(e.to_string()))?;
+    let net = sim.network();
+    let (up, capacity_bps) = state_at(sc, net, t);
+    let when = Time::from_secs_f64(t);
+    let members: Vec<(usize, NodeId)> = presence(sc, c)
+        .iter()
+        .enumerate()
+        .filter(|(_, iv)| iv.iter().any(|&(a, b)| a <= when && when < b))
+        .filter_map(|(i, _)| net.node_id(&c.participants[i]).map(|n| (i, n)))
+        .collect();
+    let n = members.len();
+    let mut routes = vec![None; n * n];
+    let mut delays = vec![Duration::ZERO; n * n];
+    for (a, &(_, u)) in members.iter().enumerate() {
+        for (b, &(_, v)) in members.iter().enumerate() {
+            if a == b {
+                continue;
+            }
+            if let Some(path) = routing::path(net, &up, u, v) {
+                let d = path.iter().fold(Duration::ZERO, |acc, l| {
+                    acc + net.links()[l.index()].params.delay
+                });
+                delays[a * n + b] = d;
+                routes[a * n + b] = Some(path.iter().map(|l| l.index()).collect());
+            }
+        }
+    }
+    let problem = Problem {
+        n,
+        routes,
+        delays,
+        capacity_bps,
+        bound: c.params.delay_bound,
+        utility: c.utility(),
+    };
+    let mut out = BTreeMap::new();
+    for (name, scheme) in [
+        ("coded", Scheme::Coded),
+        ("twohop", Scheme::TwoHop),
+        ("simulcast", Scheme::Simulcast),
+        ("mutualcast", Scheme::Mutualcast),
+    ] {
+        let rates = if n >= 2 {
+            optimum::solve(&problem, scheme)?.rates_bps
+        } else {
+            vec![0.0; n]
+        };
+        out.insert(
+            name,
+            members
+                .iter()
+                .zip(rates)
+                .map(|(&(i, _), r)| (c.participants[i].clone(), (r / 100.0).round() / 10.0))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
