@@ -551,14 +551,7 @@ fn greedy_arborescences(
     let max_trees = 4 * n * n + 64;
     let mut probe = g.clone();
     while k > 0 && out.len() < max_trees {
-        let mut st = Grow {
-            parent: vec![None; n],
-            in_tree: vec![false; n],
-            depth: vec![Duration::ZERO; n],
-            edges: Vec::new(),
-            missing: sinks.len(),
-        };
-        st.in_tree[0] = true;
+        let mut st = Grow::new(n, sinks.len());
         let mut search = Search {
             g: &g,
             k,
@@ -573,14 +566,7 @@ fn greedy_arborescences(
         if !exact {
             // Out of budget (or, with a delay bound, no invariant-keeping
             // tree exists): grow greedily with the best edges.
-            st = Grow {
-                parent: vec![None; n],
-                in_tree: vec![false; n],
-                depth: vec![Duration::ZERO; n],
-                edges: Vec::new(),
-                missing: sinks.len(),
-            };
-            st.in_tree[0] = true;
+            st = Grow::new(n, sinks.len());
             if !search.grow(&mut st, false) {
                 return out;
             }
@@ -662,6 +648,21 @@ struct Grow {
     depth: Vec<Duration>,
     edges: Vec<(usize, usize)>,
     missing: usize,
+}
+
+impl Grow {
+    /// A tree of node 0 alone, `missing` sinks to reach.
+    fn new(n: usize, missing: usize) -> Grow {
+        let mut in_tree = vec![false; n];
+        in_tree[0] = true;
+        Grow {
+            parent: vec![None; n],
+            in_tree,
+            depth: vec![Duration::ZERO; n],
+            edges: Vec::new(),
+            missing,
+        }
+    }
 }
 
 /// Growing one tree of Lovász's greedy, with backtracking: in a two-layer
