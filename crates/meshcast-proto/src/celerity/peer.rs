@@ -899,7 +899,7 @@ impl CelerityPeer {
         }
     }
 
-    fn on_data(&mut self, u: usize, now: Time, header: DataHeader, media_len: usize) {
+    fn on_data(&mut self, now: Time, header: DataHeader, media_len: usize) {
         let m = usize::from(header.session);
         if m >= self.n || m == self.me {
             return;
@@ -924,7 +924,6 @@ impl CelerityPeer {
             payload_bytes: media_len as u32,
             sent_at: Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos())),
         });
-        let _ = u;
         let Some(mine) = header
             .entries
             .iter()
@@ -1029,7 +1028,7 @@ impl Endpoint for CelerityPeer {
                 for c in control {
                     self.on_control(u, now, c);
                 }
-                self.on_data(u, now, header, media.len());
+                self.on_data(now, header, media.len());
             }
         }
     }
