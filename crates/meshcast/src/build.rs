@@ -107,13 +107,13 @@ fn node(net: &Network, name: &str) -> Result<NodeId, BuildError> {
         .ok_or_else(|| BuildError::UnknownNode(name.to_owned()))
 }
 
-/// Build the simulator for `sc` with its seed.
-pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
+/// The scenario's underlay, and the directions ([`LinkId`]s) of each
+/// declared link, which link events act on.
+pub fn network(sc: &Scenario) -> Result<(Network, Vec<Vec<LinkId>>), BuildError> {
     let mut net = Network::new();
     for n in &sc.nodes {
         net.add_node(&n.id, n.kind)?;
     }
-    // The directions of each declared link, which link events act on.
     let mut directions: Vec<Vec<LinkId>> = Vec::with_capacity(sc.links.len());
     for l in &sc.links {
         let (a, b) = (node(&net, &l.from)?, node(&net, &l.to)?);
@@ -124,6 +124,12 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
             vec![net.add_link(a, b, l.params.clone())?]
         });
     }
+    Ok((net, directions))
+}
+
+/// Build the simulator for `sc` with its seed.
+pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
+    let (net, directions) = network(sc)?;
     let mut sim = Sim::new(net, sc.seed);
     if let Some(c) = &sc.conference {
         add_conference(&mut sim, sc, c)?;

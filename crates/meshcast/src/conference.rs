@@ -8,7 +8,7 @@ use meshcast_core::{Duration, NodeId, Rate, Time};
 use meshcast_plan::Model;
 use meshcast_plan::optimum::{self, OptimumError, Problem, Scheme, Utility};
 use meshcast_proto::celerity::CelerityParams;
-use meshcast_sim::{Network, routing};
+use meshcast_sim::{LinkId, Network, routing};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -237,15 +237,7 @@ pub fn presence(sc: &Scenario, c: &Conference) -> Vec<Vec<(Time, Time)>> {
 /// The network a conference sees at time `t`: which links are up, their
 /// capacities, and the cross traffic then active (its mean rate on the
 /// wire taken off the capacity of every link on its route).
-fn state_at(sc: &Scenario, net: &Network, t: f64) -> (Vec<bool>, Vec<f64>) {
-    // Directions of each declared link, in the order build() adds them.
-    let mut dirs: Vec<Vec<usize>> = Vec::new();
-    let mut next = 0usize;
-    for l in &sc.links {
-        let k = if l.both_ways { 2 } else { 1 };
-        dirs.push((next..next + k).collect());
-        next += k;
-    }
+fn state_at(sc: &Scenario, net: &Network, dirs: &[Vec<LinkId>], t: f64) -> (Vec<bool>, Vec<f64>) {
     let mut up = vec![true; net.links().len()];
     let mut cap: Vec<f64> = net
         .links()
@@ -256,11 +248,11 @@ fn state_at(sc: &Scenario, net: &Network, t: f64) -> (Vec<bool>, Vec<f64>) {
     events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     for e in &events {
         match &e.kind {
-            EventKind::LinkDown { link } => dirs[*link].iter().for_each(|&d| up[d] = false),
-            EventKind::LinkUp { link } => dirs[*link].iter().for_each(|&d| up[d] = true),
+            EventKind::LinkDown { link } => dirs[*link].iter().for_each(|d| up[d.index()] = false),
+            EventKind::LinkUp { link } => dirs[*link].iter().for_each(|d| up[d.index()] = true),
             EventKind::Capacity { link, rate } => dirs[*link]
                 .iter()
-                .for_each(|&d| cap[d] = rate.as_bps() as f64),
+                .for_each(|d| cap[d.index()] = rate.as_bps() as f64),
             _ => {}
         }
     }
@@ -310,9 +302,10 @@ pub fn optimum_at(
             "the scenario has no [conference]".into(),
         ));
     };
-    let sim = crate::build::build(sc).map_err(|e| OptimumError::Invalid(e.to_string()))?;
-    let net = sim.network();
-    let (up, capacity_bps) = state_at(sc, net, t);
+    let (net, dirs) =
+        crate::build::network(sc).map_err(|e| OptimumError::Invalid(e.to_string()))?;
+    let net = &net;
+    let (up, capacity_bps) = state_at(sc, net, &dirs, t);
     let when = Time::from_secs_f64(t);
     let members: Vec<(usize, NodeId)> = presence(sc, c)
         .iter()
