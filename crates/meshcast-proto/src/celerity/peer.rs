@@ -177,7 +177,6 @@ struct Outgoing {
     seq: u16,
     /// c_{m,e} per session as the tail last said, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
-    rtt: Option<Duration>,
     /// Minimum RTT over a sliding window: the propagation part, which is
     /// what the delay bound is about (queuing comes and goes).
     rtt_min: BaseDelay,
@@ -187,6 +186,15 @@ struct Outgoing {
     reported_at: [Option<Time>; MAX_PARTICIPANTS],
     pending: Vec<u8>,
     pending_deadline: Option<Time>,
+}
+
+impl Outgoing {
+    /// The link's propagation delay: half its windowed minimum RTT.
+    fn one_way_delay(&self) -> Option<Duration> {
+        self.rtt_min
+            .base()
+            .map(|rtt| Duration::from_secs_f64(rtt / 2.0))
+    }
 }
 
 /// What this peer knows of another session from its data headers.
@@ -324,7 +332,6 @@ impl CelerityPeer {
         let outgoing = Outgoing {
             seq: 0,
             rates: [c0; MAX_PARTICIPANTS],
-            rtt: None,
             rtt_min: BaseDelay::default(),
             bucket: [(0.0, Time::ZERO); MAX_PARTICIPANTS],
             reported: [-1.0; MAX_PARTICIPANTS],
@@ -432,7 +439,6 @@ impl CelerityPeer {
             self.incoming[u].rates = [c0; MAX_PARTICIPANTS];
             self.incoming[u].next_seq = None;
             self.outgoing[u].rates = [c0; MAX_PARTICIPANTS];
-            self.outgoing[u].rtt = None;
             self.outgoing[u].rtt_min = BaseDelay::default();
             self.outgoing[u].pending.clear();
             self.outgoing[u].pending_deadline = None;
@@ -502,9 +508,12 @@ impl CelerityPeer {
 
     /// Algorithm 1: update the rates of every link into this peer.
     fn control_tick(&mut self, now: Time) {
-        let p = self.cfg.params.clone();
+        let (beta, c0, delta) = {
+            let p = &self.cfg.params;
+            (p.beta, p.initial_rate_kbps, p.delta_kbps)
+        };
         let q = self.quick(now);
-        let kappa = p.step * q;
+        let kappa = self.cfg.params.step * q;
         for u in self.others() {
             let inc = &mut self.incoming[u];
             let total = inc.received + inc.lost;
@@ -535,7 +544,7 @@ impl CelerityPeer {
                 } else {
                     // Before the source has said anything: let its direct
                     // link grow.
-                    let u0 = p.beta / (p.initial_rate_kbps + p.delta_kbps);
+                    let u0 = beta / (c0 + delta);
                     (if u == m { u0 } else { 0.0 }, u0)
                 };
                 // Rule (10) with the per-link step α = κ·c/U′: the
@@ -543,7 +552,7 @@ impl CelerityPeer {
                 // paper's, and the step scales with the rate so the same
                 // κ works at kbit/s and Mbit/s.
                 let c = inc.rates[m];
-                let scale = c.max(p.initial_rate_kbps);
+                let scale = c.max(c0);
                 let rel = if uprime > 0.0 {
                     (gain - price) / uprime
                 } else if price > 0.0 {
@@ -597,8 +606,8 @@ impl CelerityPeer {
                 let r = o.rates[m];
                 moved |= (r - o.reported[m]).abs() > 0.01 * o.reported[m].max(1.0);
                 let d = o
-                    .rtt
-                    .map_or(0, |rtt| (rtt.as_nanos() / 2 / 100_000).min(65_535) as u16);
+                    .one_way_delay()
+                    .map_or(0, |d| (d.as_nanos() / 100_000).min(65_535) as u16);
                 links.push((v as u8, (r * 1e3).round() as u32, d));
             }
             let stale = self.outgoing[m].reported_at[m]
@@ -649,11 +658,7 @@ impl CelerityPeer {
                 }
                 let (r, d) = if u == me {
                     let o = &self.outgoing[v];
-                    (
-                        o.rates[me],
-                        o.rtt
-                            .map_or(Duration::ZERO, |r| Duration::from_nanos(r.as_nanos() / 2)),
-                    )
+                    (o.rates[me], o.one_way_delay().unwrap_or(Duration::ZERO))
                 } else {
                     let i = u * n + v;
                     match self.src.reported_at[i] {
@@ -861,7 +866,6 @@ impl CelerityPeer {
                     let rtt = micros(now).wrapping_sub(echo_ts_us).wrapping_sub(hold_us);
                     if rtt < 10_000_000 {
                         o.rtt_min.sample(now, f64::from(rtt) / 1e6);
-                        o.rtt = o.rtt_min.base().map(Duration::from_secs_f64);
                     }
                 }
             }
@@ -1038,7 +1042,10 @@ impl Endpoint for CelerityPeer {
         if self.closed {
             return;
         }
-        let p = self.cfg.params.clone();
+        let (control_interval, report_interval) = (
+            self.cfg.params.control_interval,
+            self.cfg.params.report_interval,
+        );
         for t in [
             Timer::Liveness,
             Timer::Control,
@@ -1052,11 +1059,11 @@ impl Endpoint for CelerityPeer {
             match t {
                 Timer::Control => {
                     self.control_tick(now);
-                    self.set(t, Some(now + p.control_interval));
+                    self.set(t, Some(now + control_interval));
                 }
                 Timer::Report => {
                     self.report_tick(now);
-                    self.set(t, Some(now + p.report_interval));
+                    self.set(t, Some(now + report_interval));
                 }
                 Timer::Send => self.send_tick(now),
                 Timer::Flush => self.flush(now, false),
