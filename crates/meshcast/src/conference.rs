@@ -87,42 +87,55 @@ pub(crate) struct RawConference {
     max_rate_kbps: Option<Spanned<f64>>,
 }
 
+/// One of the named `options` (the first when the field is absent).
+fn choice<T: Copy>(
+    value: &Option<Spanned<String>>,
+    field: &str,
+    options: &[(&str, T)],
+    loc: &Locator<'_>,
+) -> Result<T, ScenarioError> {
+    let Some(v) = value else {
+        return Ok(options[0].1);
+    };
+    options
+        .iter()
+        .find(|(name, _)| *name == v.get_ref().as_str())
+        .map(|&(_, t)| t)
+        .ok_or_else(|| {
+            let names: Vec<String> = options.iter().map(|(n, _)| format!("{n:?}")).collect();
+            loc.err(
+                v.span(),
+                field,
+                format!(
+                    "unknown value {:?} (expected one of {})",
+                    v.get_ref(),
+                    names.join(", ")
+                ),
+            )
+        })
+}
+
 pub(crate) fn check(
     raw: &RawConference,
     loc: &Locator<'_>,
     node_ref: &crate::scenario::NodeRef<'_>,
 ) -> Result<Conference, ScenarioError> {
-    let protocol = match raw
-        .protocol
-        .as_ref()
-        .map(|p| (p.get_ref().as_str(), p.span()))
-    {
-        None | Some(("celerity", _)) => Protocol::Celerity,
-        Some(("simulcast", _)) => Protocol::Simulcast,
-        Some(("mutualcast", _)) => Protocol::Mutualcast,
-        Some((other, span)) => {
-            return Err(loc.err(
-                span,
-                "conference.protocol",
-                format!("unknown protocol {other:?} (expected \"celerity\", \"simulcast\" or \"mutualcast\")"),
-            ));
-        }
-    };
-    let variant = match raw
-        .variant
-        .as_ref()
-        .map(|p| (p.get_ref().as_str(), p.span()))
-    {
-        None | Some(("deep", _)) => Variant::Deep,
-        Some(("paper", _)) => Variant::Paper,
-        Some((other, span)) => {
-            return Err(loc.err(
-                span,
-                "conference.variant",
-                format!("unknown variant {other:?} (expected \"deep\" or \"paper\")"),
-            ));
-        }
-    };
+    let protocol = choice(
+        &raw.protocol,
+        "conference.protocol",
+        &[
+            ("celerity", Protocol::Celerity),
+            ("simulcast", Protocol::Simulcast),
+            ("mutualcast", Protocol::Mutualcast),
+        ],
+        loc,
+    )?;
+    let variant = choice(
+        &raw.variant,
+        "conference.variant",
+        &[("deep", Variant::Deep), ("paper", Variant::Paper)],
+        loc,
+    )?;
     let mut participants = Vec::new();
     for (i, p) in raw.participants.get_ref().iter().enumerate() {
         let id = node_ref(p, &format!("conference.participants[{i}]"))?;
