@@ -8,7 +8,7 @@ mod plot;
 mod table;
 
 use crate::scenario::Scenario;
-use meshcast_core::metrics::{FlowFigures, FlowRecord};
+use meshcast_core::metrics::{FlowFigures, FlowRecord, Overhead};
 use meshcast_sim::{Counters, LinkFigures, LinkRecord, RunStats};
 use serde::Serialize;
 use std::path::Path;
@@ -47,6 +47,56 @@ pub struct Summary {
     pub packets: Counters,
     /// Joins and leaves.
     pub membership: Vec<MembershipEntry>,
+    /// Protocol overhead of conference participants (absent when no
+    /// endpoint accounts its bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<OverheadSummary>,
+}
+
+/// Header and control bytes as fractions of all bytes participants sent
+/// (IP/UDP headers excluded), over the run and per report window.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct OverheadSummary {
+    /// Over the whole run.
+    #[serde(flatten)]
+    pub total: Overhead,
+    /// Per report window.
+    pub windows: Vec<OverheadWindow>,
+}
+
+/// Overhead over one report window.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct OverheadWindow {
+    /// Window start.
+    pub from_s: u64,
+    /// Window end.
+    pub to_s: u64,
+    /// The figures.
+    #[serde(flatten)]
+    pub fig: Overhead,
+}
+
+fn rounded_overhead(o: Overhead) -> Overhead {
+    Overhead {
+        header_fraction: r(o.header_fraction, 5),
+        control_fraction: r(o.control_fraction, 5),
+        ..o
+    }
+}
+
+fn overhead_summary(stats: &RunStats, windows: &[Window]) -> Option<OverheadSummary> {
+    let total = stats.flows.overhead(0, seconds(stats));
+    (total.bytes_sent > 0).then(|| OverheadSummary {
+        total: rounded_overhead(total),
+        windows: windows
+            .iter()
+            .map(|w| OverheadWindow {
+                from_s: w.from_s,
+                to_s: w.to_s,
+                fig: rounded_overhead(stats.flows.overhead(w.from_s, w.to_s)),
+            })
+            .collect(),
+    })
 }
 
 /// A report window.
@@ -281,6 +331,7 @@ impl Summary {
                 .iter()
                 .map(|l| link_summary(stats, l, &windows))
                 .collect(),
+            overhead: overhead_summary(stats, &windows),
             windows,
             packets: stats.counters,
             membership: stats
