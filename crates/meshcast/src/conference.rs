@@ -82,6 +82,7 @@ pub(crate) struct RawConference {
     beta: Option<Spanned<f64>>,
     delta_kbps: Option<Spanned<f64>>,
     step: Option<Spanned<f64>>,
+    damping_ms: Option<Spanned<f64>>,
     quick_start_s: Option<Spanned<f64>>,
     media_bytes: Option<Spanned<i64>>,
     max_rate_kbps: Option<Spanned<f64>>,
@@ -174,6 +175,9 @@ pub(crate) fn check(
     }
     if let Some(a) = positive(&raw.step, "conference.step")? {
         params.step = a;
+    }
+    if let Some(d) = positive(&raw.damping_ms, "conference.damping_ms")? {
+        params.damping = Duration::from_secs_f64(d / 1e3);
     }
     if let Some(q) = &raw.quick_start_s {
         let v = *q.get_ref();

@@ -14,23 +14,34 @@ pub struct CelerityParams {
     /// End-to-end delay bound `D` for tree packing (§5.1: 200 ms).
     pub delay_bound: Duration,
     /// Utility weight β of `U(z) = β·ln(z + δ)`, z in kbit/s (§5.3). At
-    /// equilibrium a critical link's price equals `β / (R + δ)`: 15 puts
-    /// about 60 ms of queue on the bottleneck at 240 kbit/s, enough to
-    /// keep it busy and far below the delay bound.
+    /// equilibrium a critical link's price equals `β / (R + δ)`: 18 puts
+    /// about 70 ms of queue on the bottleneck at 240 kbit/s (three full
+    /// packets at 480 kbit/s), enough to keep it busy through the loop's
+    /// ripple and far enough below the delay bound that few packets come
+    /// late.
     pub beta: f64,
     /// Utility offset δ, kbit/s (bounds `U′` at zero rate).
     pub delta_kbps: f64,
     /// κ, the step of rule (10) relative to the link's rate: each control
     /// interval `c += κ·c·(gain − price)/U′`, i.e. α = κ·c/U′ (a per-link
     /// step size that keeps the paper's equilibrium and scales with the
-    /// rate). Changes are held within −50% / +25% (×gain in quick start).
+    /// rate). Changes are held within −30% / +10% (+10%·gain in quick
+    /// start). docs/celerity.md derives the default from the loop's phase
+    /// margin.
     pub step: f64,
     /// Quick start (§5.5): for this long after the peer starts and after
-    /// every membership change, β and α are multiplied by
-    /// `quick_start_gain`.
+    /// every membership change, a link's step is multiplied by
+    /// `quick_start_gain` — until the link first shows congestion (loss
+    /// plus queuing delay at half the session's `U′`), where its quick
+    /// start ends early.
     pub quick_start: Duration,
-    /// β and α multiplier during quick start.
+    /// Step multiplier during quick start.
     pub quick_start_gain: f64,
+    /// Weight of the queuing delay's trend in the price: a link's price is
+    /// `loss + max(0, q + damping·dq/dt)`. The loop is an integrator (the
+    /// rate) driving another (the queue) behind a feedback delay; without
+    /// this lead term it has no phase margin and only oscillates.
+    pub damping: Duration,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -49,11 +60,12 @@ impl Default for CelerityParams {
     fn default() -> Self {
         CelerityParams {
             delay_bound: Duration::from_millis(200),
-            beta: 15.0,
+            beta: 18.0,
             delta_kbps: 10.0,
-            step: 0.05,
+            step: 0.015,
             quick_start: Duration::from_secs(30),
-            quick_start_gain: 2.0,
+            quick_start_gain: 8.0,
+            damping: Duration::from_millis(1500),
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -113,8 +125,9 @@ enum Timer {
     Report,
     Flush,
     Liveness,
+    Pack,
 }
-const TIMERS: usize = 5;
+const TIMERS: usize = 6;
 
 /// Minimum one-way delay over a sliding window (two rotating halves), so
 /// a route change is forgotten within `2 × BASE_HALF`.
@@ -163,6 +176,10 @@ struct Incoming {
     qsum: f64,
     qn: u32,
     qdelay: f64,
+    /// Smoothed slope of the queuing delay, s/s.
+    qtrend: f64,
+    /// In quick start (until congestion shows after a membership change).
+    ramping: bool,
     loss: f64,
     /// c_{m,e} per session, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
@@ -323,6 +340,8 @@ impl CelerityPeer {
             qsum: 0.0,
             qn: 0,
             qdelay: 0.0,
+            qtrend: 0.0,
+            ramping: true,
             loss: 0.0,
             rates: [c0; MAX_PARTICIPANTS],
             sent_rates: [c0; MAX_PARTICIPANTS],
@@ -417,6 +436,9 @@ impl CelerityPeer {
 
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
+        for inc in &mut self.incoming {
+            inc.ramping = true;
+        }
         self.pack(now);
     }
 
@@ -512,23 +534,32 @@ impl CelerityPeer {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
         };
-        let q = self.quick(now);
-        let kappa = self.cfg.params.step * q;
+        let quick = self.quick(now);
+        let interval = self.cfg.params.control_interval.as_secs_f64();
+        let damping = self.cfg.params.damping.as_secs_f64();
         for u in self.others() {
             let inc = &mut self.incoming[u];
+            // Quick start ends on a link once it shows congestion.
+            let q = if inc.ramping { quick } else { 1.0 };
+            let kappa = self.cfg.params.step * q;
             let total = inc.received + inc.lost;
             inc.loss = if total > 0 {
                 f64::from(inc.lost) / f64::from(total)
             } else {
                 0.0
             };
+            let before = inc.qdelay;
             if inc.qn > 0 {
                 inc.qdelay = inc.qsum / f64::from(inc.qn);
             } else {
                 // Nothing arrived: whatever queue there was drains.
                 inc.qdelay *= 0.5;
             }
-            let price = inc.loss + inc.qdelay;
+            let slope = (inc.qdelay - before) / interval;
+            inc.qtrend = 0.5 * inc.qtrend + 0.5 * slope;
+            // The trend term damps the loop: a growing queue raises the
+            // price before it is long, a draining one lowers it.
+            let price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
             for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
                 let s = &self.sessions[m];
                 let (gain, uprime) = if s.known {
@@ -560,6 +591,9 @@ impl CelerityPeer {
                 } else {
                     0.0
                 };
+                if gain > 0.0 && inc.loss + inc.qdelay >= 0.5 * uprime {
+                    inc.ramping = false;
+                }
                 let step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
                 inc.rates[m] = (c + step).max(0.0);
             }
@@ -570,11 +604,11 @@ impl CelerityPeer {
             // Tell the head when something moved or once a second.
             let moved = (0..self.n).any(|m| {
                 let (a, b) = (inc.rates[m], inc.sent_rates[m]);
-                (a - b).abs() > 0.005 * b.max(1.0)
+                (a - b).abs() > 0.02 * b.max(1.0)
             });
             let stale = inc
                 .sent_at
-                .is_none_or(|t| now.saturating_since(t) >= Duration::from_secs(1));
+                .is_none_or(|t| now.saturating_since(t) >= Duration::from_secs(2));
             if moved || stale {
                 inc.sent_rates = inc.rates;
                 inc.sent_at = Some(now);
@@ -596,35 +630,11 @@ impl CelerityPeer {
     }
 
     /// §5.1: report every session's rates on this peer's links to the
-    /// session's source, then repack this peer's own session.
+    /// session's source (those that moved, and each at least every 1.5 s),
+    /// then repack this peer's own session.
     fn report_tick(&mut self, now: Time) {
         for m in self.others() {
-            let mut links = Vec::new();
-            let mut moved = false;
-            for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
-                let o = &self.outgoing[v];
-                let r = o.rates[m];
-                moved |= (r - o.reported[m]).abs() > 0.01 * o.reported[m].max(1.0);
-                let d = o
-                    .one_way_delay()
-                    .map_or(0, |d| (d.as_nanos() / 100_000).min(65_535) as u16);
-                links.push((v as u8, (r * 1e3).round() as u32, d));
-            }
-            let stale = self.outgoing[m].reported_at[m]
-                .is_none_or(|t| now.saturating_since(t) >= Duration::from_millis(1500));
-            if links.is_empty() || !(moved || stale) {
-                continue;
-            }
-            for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
-                let r = self.outgoing[v].rates[m];
-                self.outgoing[v].reported[m] = r;
-            }
-            self.outgoing[m].reported_at[m] = Some(now);
-            let msg = Control::LinkState {
-                session: m as u8,
-                links,
-            };
-            self.queue_control(m, now, &msg, Duration::from_millis(40));
+            self.report(m, now);
         }
         self.pack(now);
         if self.src.rate_kbps <= 0.0 {
@@ -641,6 +651,44 @@ impl CelerityPeer {
         }
     }
 
+    /// Report session `m`'s rates on this peer's links to its source if
+    /// one moved by more than 1% or the last report is 1.5 s old.
+    fn report(&mut self, m: usize, now: Time) {
+        let mut links = Vec::new();
+        let mut moved = false;
+        for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
+            let o = &self.outgoing[v];
+            let r = o.rates[m];
+            moved |= (r - o.reported[m]).abs() > 0.02 * o.reported[m].max(1.0);
+            let d = o
+                .one_way_delay()
+                .map_or(0, |d| (d.as_nanos() / 100_000).min(65_535) as u16);
+            links.push((v as u8, (r * 1e3).round() as u32, d));
+        }
+        let stale = self.outgoing[m].reported_at[m]
+            .is_none_or(|t| now.saturating_since(t) >= Duration::from_secs(3));
+        if links.is_empty() || !(moved || stale) {
+            return;
+        }
+        for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
+            let r = self.outgoing[v].rates[m];
+            self.outgoing[v].reported[m] = r;
+        }
+        self.outgoing[m].reported_at[m] = Some(now);
+        let msg = Control::LinkState {
+            session: m as u8,
+            links,
+        };
+        self.queue_control(m, now, &msg, Duration::from_millis(40));
+    }
+
+    /// Repack soon (coalescing news that arrives together).
+    fn repack_soon(&mut self, now: Time) {
+        if self.timers[Timer::Pack as usize].is_none() {
+            self.set(Timer::Pack, Some(now + Duration::from_millis(5)));
+        }
+    }
+
     /// Algorithm 2 lines 1–2: pack trees and compute the critical cut.
     fn pack(&mut self, now: Time) {
         let n = self.n;
@@ -648,7 +696,7 @@ impl CelerityPeer {
         let members: Vec<usize> = (0..n).filter(|&i| self.present[i]).collect();
         let k = members.len();
         let p = &self.cfg.params;
-        let fresh = Duration::from_secs(3);
+        let fresh = Duration::from_secs(7);
         let mut rates = vec![0u64; k * k];
         let mut delays = vec![Duration::ZERO; k * k];
         for (a, &u) in members.iter().enumerate() {
@@ -694,6 +742,8 @@ impl CelerityPeer {
         }
         self.src.relay_side = relay_side;
         self.src.recv_side = recv_side;
+        let old = std::mem::take(&mut self.src.trees);
+        let old_credit = std::mem::take(&mut self.src.credit);
         self.src.trees = packing
             .trees
             .iter()
@@ -707,7 +757,18 @@ impl CelerityPeer {
                 (Tree { occ }, t.rate as f64 / 1e3)
             })
             .collect();
-        self.src.credit = vec![0.0; self.src.trees.len()];
+        // A tree that stays keeps its round-robin credit: repacking happens
+        // often, and a reset would favour the largest tree every time.
+        self.src.credit = self
+            .src
+            .trees
+            .iter()
+            .map(|(t, _)| {
+                old.iter()
+                    .position(|(o, _)| o == t)
+                    .map_or(0.0, |i| old_credit[i])
+            })
+            .collect();
         let packed = packing.rate as f64 / 1e3;
         let cap = p.max_rate.map(|r| r.as_kbps_f64());
         self.src.rate_kbps = cap.map_or(packed, |c| packed.min(c));
@@ -857,15 +918,29 @@ impl CelerityPeer {
                 rates,
             } => {
                 let o = &mut self.outgoing[u];
+                let mut changed = 0u32;
                 for (m, r) in rates {
                     if let Some(slot) = o.rates.get_mut(usize::from(m)) {
                         *slot = f64::from(r) / 1e3;
+                        changed |= 1 << m;
                     }
                 }
                 if hold_us != u32::MAX {
                     let rtt = micros(now).wrapping_sub(echo_ts_us).wrapping_sub(hold_us);
                     if rtt < 10_000_000 {
                         o.rtt_min.sample(now, f64::from(rtt) / 1e6);
+                    }
+                }
+                // Pass the news on at once: the source's packing is the
+                // slow part of the loop.
+                for m in 0..self.n {
+                    if changed & (1 << m) == 0 || !self.present[m] {
+                        continue;
+                    }
+                    if m == self.me {
+                        self.repack_soon(now);
+                    } else {
+                        self.report(m, now);
                     }
                 }
             }
@@ -882,6 +957,7 @@ impl CelerityPeer {
                         self.src.reported_at[i] = Some(now);
                     }
                 }
+                self.repack_soon(now);
             }
             Control::SessionState {
                 session,
@@ -1052,6 +1128,7 @@ impl Endpoint for CelerityPeer {
             Timer::Report,
             Timer::Send,
             Timer::Flush,
+            Timer::Pack,
         ] {
             if self.timers[t as usize].is_none_or(|d| d > now) {
                 continue;
@@ -1068,6 +1145,10 @@ impl Endpoint for CelerityPeer {
                 Timer::Send => self.send_tick(now),
                 Timer::Flush => self.flush(now, false),
                 Timer::Liveness => self.liveness_tick(now),
+                Timer::Pack => {
+                    self.set(t, None);
+                    self.pack(now);
+                }
             }
         }
     }
