@@ -316,3 +316,41 @@ fn optimum_matches_the_dumbbell_analysis() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The Celerity dumbbell without events settles near its optimum: every
+/// session's send rate and lowest receiver goodput in [120,200] within 6%
+/// of 240 kbit/s, little loss, delay well inside the bound, overhead under
+/// the paper's 3.9%, and the same seed gives the same summary.
+///
+/// Issue 3 asks for 5%. Measured now: 227.6–229 kbit/s, which is 94.8–95.4%.
+/// The bottleneck carries at most ~230 kbit/s of payload per session once
+/// headers count (docs/celerity.md). This guard holds the stable loop; it
+/// is not the acceptance figure.
+#[test]
+fn celerity_dumbbell_settles_at_the_optimum() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = root().join("scenarios/celerity/dumbbell-steady.toml");
+    let run = || -> Value {
+        let out = meshcast(&["run", file.to_str().unwrap(), "--json"], dir.path());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let s = run();
+    for p in ["A", "B", "C", "D"] {
+        let f = flow(&s, p);
+        assert_eq!(f["kind"], "session");
+        let w = window(f, 120);
+        let (send, recv) = (num(&w["send_kbps"]), num(&w["recv_kbps_min"]));
+        assert!(send >= 0.94 * 240.0 && recv >= 0.94 * 240.0, "{p}: {w}");
+        assert!(num(&w["loss"]) <= 0.02, "{p}: {w}");
+        assert!(num(&w["delay_ms_mean"]) <= 200.0, "{p}: {w}");
+    }
+    let o = &s["overhead"]["windows"][0];
+    let overhead = num(&o["header_fraction"]) + num(&o["control_fraction"]);
+    assert!(overhead <= 0.039, "{o}");
+    assert_eq!(without_wall(s), without_wall(run()));
+}
