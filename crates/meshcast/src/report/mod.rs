@@ -64,17 +64,32 @@ pub struct OverheadSummary {
     pub windows: Vec<OverheadWindow>,
 }
 
-/// Overhead over one report window.
+/// Figures of some kind over one report window.
 #[derive(Serialize, Debug, Clone, Copy, PartialEq)]
-pub struct OverheadWindow {
+pub struct Windowed<T> {
     /// Window start.
     pub from_s: u64,
     /// Window end.
     pub to_s: u64,
     /// The figures.
     #[serde(flatten)]
-    pub fig: Overhead,
+    pub fig: T,
 }
+
+/// `figures(from_s, to_s)` for every report window.
+fn per_window<T>(windows: &[Window], figures: impl Fn(u64, u64) -> T) -> Vec<Windowed<T>> {
+    windows
+        .iter()
+        .map(|w| Windowed {
+            from_s: w.from_s,
+            to_s: w.to_s,
+            fig: figures(w.from_s, w.to_s),
+        })
+        .collect()
+}
+
+/// Overhead over one report window.
+pub type OverheadWindow = Windowed<Overhead>;
 
 fn rounded_overhead(o: Overhead) -> Overhead {
     Overhead {
@@ -88,14 +103,9 @@ fn overhead_summary(stats: &RunStats, windows: &[Window]) -> Option<OverheadSumm
     let total = stats.flows.overhead(0, seconds(stats));
     (total.bytes_sent > 0).then(|| OverheadSummary {
         total: rounded_overhead(total),
-        windows: windows
-            .iter()
-            .map(|w| OverheadWindow {
-                from_s: w.from_s,
-                to_s: w.to_s,
-                fig: rounded_overhead(stats.flows.overhead(w.from_s, w.to_s)),
-            })
-            .collect(),
+        windows: per_window(windows, |from, to| {
+            rounded_overhead(stats.flows.overhead(from, to))
+        }),
     })
 }
 
@@ -119,16 +129,7 @@ pub struct FlowSample {
 }
 
 /// A flow's figures over a report window.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
-pub struct FlowWindow {
-    /// Window start.
-    pub from_s: u64,
-    /// Window end.
-    pub to_s: u64,
-    /// The figures.
-    #[serde(flatten)]
-    pub fig: FlowFigures,
-}
+pub type FlowWindow = Windowed<FlowFigures>;
 
 /// A flow.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -150,16 +151,7 @@ pub struct FlowSummary {
 }
 
 /// A link direction's figures over a report window.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
-pub struct LinkWindow {
-    /// Window start.
-    pub from_s: u64,
-    /// Window end.
-    pub to_s: u64,
-    /// The figures.
-    #[serde(flatten)]
-    pub fig: LinkFigures,
-}
+pub type LinkWindow = Windowed<LinkFigures>;
 
 /// A link direction.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -270,14 +262,9 @@ fn flow_summary(stats: &RunStats, f: &FlowRecord, windows: &[Window]) -> FlowSum
                 fig: rounded_flow(f.figures(t, t + 1, stats.end)),
             })
             .collect(),
-        windows: windows
-            .iter()
-            .map(|w| FlowWindow {
-                from_s: w.from_s,
-                to_s: w.to_s,
-                fig: rounded_flow(f.figures(w.from_s, w.to_s, stats.end)),
-            })
-            .collect(),
+        windows: per_window(windows, |from, to| {
+            rounded_flow(f.figures(from, to, stats.end))
+        }),
     }
 }
 
@@ -293,14 +280,9 @@ fn link_summary(stats: &RunStats, l: &LinkRecord, windows: &[Window]) -> LinkSum
         queue_bytes: spec.params.queue.bytes,
         loss: spec.params.loss,
         total: rounded_link(l.figures(0, seconds(stats), stats.end)),
-        windows: windows
-            .iter()
-            .map(|w| LinkWindow {
-                from_s: w.from_s,
-                to_s: w.to_s,
-                fig: rounded_link(l.figures(w.from_s, w.to_s, stats.end)),
-            })
-            .collect(),
+        windows: per_window(windows, |from, to| {
+            rounded_link(l.figures(from, to, stats.end))
+        }),
     }
 }
 
