@@ -140,6 +140,23 @@ struct BaseDelay {
 
 const BASE_HALF: Duration = Duration::from_secs(60);
 
+/// A tail tells the head, and a head tells the source, when a rate moved
+/// by more than this fraction: control crosses the same bottlenecks as the
+/// media it steers, so small moves are not worth their bytes.
+const MOVED: f64 = 0.02;
+/// A tail repeats its rates to the head at least this often.
+const TAIL_HEARTBEAT: Duration = Duration::from_secs(2);
+/// A head repeats its link state to a source at least this often.
+const REPORT_HEARTBEAT: Duration = Duration::from_secs(3);
+/// A source trusts a link-state report this long (two heartbeats and
+/// some).
+const REPORT_FRESH: Duration = Duration::from_secs(7);
+
+/// Whether `now` differs from `before` by more than [`MOVED`].
+fn moved(now: f64, before: f64) -> bool {
+    (now - before).abs() > MOVED * before.max(1.0)
+}
+
 impl BaseDelay {
     /// The windowed minimum so far.
     fn base(&self) -> Option<f64> {
@@ -601,15 +618,12 @@ impl CelerityPeer {
             inc.lost = 0;
             inc.qsum = 0.0;
             inc.qn = 0;
-            // Tell the head when something moved or once a second.
-            let moved = (0..self.n).any(|m| {
-                let (a, b) = (inc.rates[m], inc.sent_rates[m]);
-                (a - b).abs() > 0.02 * b.max(1.0)
-            });
+            // Tell the head when something moved, and every heartbeat.
+            let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
             let stale = inc
                 .sent_at
-                .is_none_or(|t| now.saturating_since(t) >= Duration::from_secs(2));
-            if moved || stale {
+                .is_none_or(|t| now.saturating_since(t) >= TAIL_HEARTBEAT);
+            if changed || stale {
                 inc.sent_rates = inc.rates;
                 inc.sent_at = Some(now);
                 let (echo_ts_us, hold_us) = inc.last_ts.map_or((0, u32::MAX), |(ts, at)| {
@@ -630,8 +644,8 @@ impl CelerityPeer {
     }
 
     /// §5.1: report every session's rates on this peer's links to the
-    /// session's source (those that moved, and each at least every 1.5 s),
-    /// then repack this peer's own session.
+    /// session's source (see [`CelerityPeer::report`]), then repack this
+    /// peer's own session.
     fn report_tick(&mut self, now: Time) {
         for m in self.others() {
             self.report(m, now);
@@ -652,27 +666,28 @@ impl CelerityPeer {
     }
 
     /// Report session `m`'s rates on this peer's links to its source if
-    /// one moved by more than 1% or the last report is 1.5 s old.
+    /// one moved by more than [`MOVED`] or the last report is
+    /// [`REPORT_HEARTBEAT`] old.
     fn report(&mut self, m: usize, now: Time) {
         let mut links = Vec::new();
-        let mut moved = false;
+        let mut changed = false;
         for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
             let o = &self.outgoing[v];
             let r = o.rates[m];
-            moved |= (r - o.reported[m]).abs() > 0.02 * o.reported[m].max(1.0);
+            changed |= moved(r, o.reported[m]);
             let d = o
                 .one_way_delay()
                 .map_or(0, |d| (d.as_nanos() / 100_000).min(65_535) as u16);
             links.push((v as u8, (r * 1e3).round() as u32, d));
         }
         let stale = self.outgoing[m].reported_at[m]
-            .is_none_or(|t| now.saturating_since(t) >= Duration::from_secs(3));
-        if links.is_empty() || !(moved || stale) {
+            .is_none_or(|t| now.saturating_since(t) >= REPORT_HEARTBEAT);
+        if links.is_empty() || !(changed || stale) {
             return;
         }
-        for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
-            let r = self.outgoing[v].rates[m];
-            self.outgoing[v].reported[m] = r;
+        for &(v, ..) in &links {
+            let o = &mut self.outgoing[usize::from(v)];
+            o.reported[m] = o.rates[m];
         }
         self.outgoing[m].reported_at[m] = Some(now);
         let msg = Control::LinkState {
@@ -696,7 +711,6 @@ impl CelerityPeer {
         let members: Vec<usize> = (0..n).filter(|&i| self.present[i]).collect();
         let k = members.len();
         let p = &self.cfg.params;
-        let fresh = Duration::from_secs(7);
         let mut rates = vec![0u64; k * k];
         let mut delays = vec![Duration::ZERO; k * k];
         for (a, &u) in members.iter().enumerate() {
@@ -710,7 +724,7 @@ impl CelerityPeer {
                 } else {
                     let i = u * n + v;
                     match self.src.reported_at[i] {
-                        Some(t) if now.saturating_since(t) < fresh => {
+                        Some(t) if now.saturating_since(t) < REPORT_FRESH => {
                             (self.src.rates[i], self.src.delays[i])
                         }
                         _ => (0.0, Duration::ZERO),
