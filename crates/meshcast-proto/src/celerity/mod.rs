@@ -28,6 +28,7 @@
 //! Not implemented yet: the opportunistic coded local loss recovery of
 //! §5.4 waits for meshcast's RLNC crate.
 
+mod base_delay;
 mod peer;
 pub mod wire;
 

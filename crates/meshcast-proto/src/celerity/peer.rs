@@ -1,5 +1,6 @@
 //! The Celerity peer state machine.
 
+use super::base_delay::BaseDelay;
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Model, SessionGraph, Tree};
@@ -129,17 +130,6 @@ enum Timer {
 }
 const TIMERS: usize = 6;
 
-/// Minimum one-way delay over a sliding window (two rotating halves), so
-/// a route change is forgotten within `2 × BASE_HALF`.
-#[derive(Clone, Debug, Default)]
-struct BaseDelay {
-    cur: Option<f64>,
-    prev: Option<f64>,
-    since: Time,
-}
-
-const BASE_HALF: Duration = Duration::from_secs(60);
-
 /// A tail tells the head, and a head tells the source, when a rate moved
 /// by more than this fraction: control crosses the same bottlenecks as the
 /// media it steers, so small moves are not worth their bytes.
@@ -155,30 +145,6 @@ const REPORT_FRESH: Duration = Duration::from_secs(7);
 /// Whether `now` differs from `before` by more than [`MOVED`].
 fn moved(now: f64, before: f64) -> bool {
     (now - before).abs() > MOVED * before.max(1.0)
-}
-
-impl BaseDelay {
-    /// The windowed minimum so far.
-    fn base(&self) -> Option<f64> {
-        match (self.cur, self.prev) {
-            (Some(c), Some(p)) => Some(c.min(p)),
-            (c, p) => c.or(p),
-        }
-    }
-
-    /// Record `owd` and return how far it is above the windowed minimum.
-    fn sample(&mut self, now: Time, owd: f64) -> f64 {
-        if now.saturating_since(self.since) >= BASE_HALF {
-            self.prev = self.cur.take();
-            self.since = now;
-        }
-        self.cur = Some(self.cur.map_or(owd, |c| c.min(owd)));
-        let base = match self.prev {
-            Some(p) => p.min(self.cur.unwrap_or(p)),
-            None => self.cur.unwrap_or(owd),
-        };
-        (owd - base).max(0.0)
-    }
 }
 
 /// The link from another member into this peer (this peer is its tail).
