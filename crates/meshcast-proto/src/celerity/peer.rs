@@ -138,6 +138,9 @@ const MOVED: f64 = 0.02;
 const TAIL_HEARTBEAT: Duration = Duration::from_secs(2);
 /// A head repeats its link state to a source at least this often.
 const REPORT_HEARTBEAT: Duration = Duration::from_secs(3);
+/// A peer repeats whom it hears directly ([`Control::Reach`]) at least
+/// this often.
+const REACH_HEARTBEAT: Duration = Duration::from_secs(5);
 /// A source trusts a link-state report this long (two heartbeats and
 /// some).
 const REPORT_FRESH: Duration = Duration::from_secs(7);
@@ -163,10 +166,16 @@ struct Incoming {
     qtrend: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
+    /// The link is down: nothing arrived on it for the liveness period.
+    down: bool,
     loss: f64,
     /// c_{m,e} per session, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
     sent_rates: [f64; MAX_PARTICIPANTS],
+    /// Media bytes of each session that arrived this interval.
+    bytes: [u32; MAX_PARTICIPANTS],
+    /// Smoothed rate each session used on the link, kbit/s.
+    used: [f64; MAX_PARTICIPANTS],
     sent_at: Option<Time>,
     last_ts: Option<(u32, Time)>,
 }
@@ -263,7 +272,19 @@ pub struct CelerityPeer {
     n: usize,
     me: usize,
     present: Vec<bool>,
+    /// When each member was last heard from, directly or through relayed
+    /// data and control (membership).
     heard: Vec<Option<Time>>,
+    /// When a packet last arrived directly from each member (the overlay
+    /// link's liveness).
+    direct: Vec<Option<Time>>,
+    /// When each member said goodbye: relayed traffic still in flight must
+    /// not bring it back.
+    bye_at: Vec<Option<Time>>,
+    /// Each neighbour's last [`Control::Reach`] mask.
+    reach: Vec<u16>,
+    /// The mask this peer last announced, and when.
+    sent_reach: (u16, Option<Time>),
     incoming: Vec<Incoming>,
     outgoing: Vec<Outgoing>,
     sessions: Vec<SessionInfo>,
@@ -325,9 +346,12 @@ impl CelerityPeer {
             qdelay: 0.0,
             qtrend: 0.0,
             ramping: true,
+            down: false,
             loss: 0.0,
             rates: [c0; MAX_PARTICIPANTS],
             sent_rates: [c0; MAX_PARTICIPANTS],
+            bytes: [0; MAX_PARTICIPANTS],
+            used: [0.0; MAX_PARTICIPANTS],
             sent_at: None,
             last_ts: None,
         };
@@ -350,6 +374,10 @@ impl CelerityPeer {
             me,
             present,
             heard: vec![None; n],
+            direct: vec![None; n],
+            bye_at: vec![None; n],
+            reach: vec![0; n],
+            sent_reach: (0, None),
             incoming: vec![incoming; n],
             outgoing: vec![outgoing; n],
             sessions: vec![SessionInfo::default(); n],
@@ -425,7 +453,17 @@ impl CelerityPeer {
         self.pack(now);
     }
 
-    fn heard_from(&mut self, u: usize, now: Time) {
+    /// Evidence that member `u` is in the conference: a packet from it
+    /// (`direct`) or its data or control relayed by another member.
+    fn heard_from(&mut self, u: usize, now: Time, direct: bool) {
+        if direct {
+            self.direct[u] = Some(now);
+            self.bye_at[u] = None;
+        } else if self.bye_at[u]
+            .is_some_and(|t| now.saturating_since(t) <= self.cfg.params.liveness)
+        {
+            return;
+        }
         self.heard[u] = Some(now);
         if !self.present[u] {
             self.present[u] = true;
@@ -439,6 +477,8 @@ impl CelerityPeer {
         if self.present[u] {
             self.present[u] = false;
             self.heard[u] = None;
+            self.direct[u] = None;
+            self.reach[u] = 0;
             let c0 = self.cfg.params.initial_rate_kbps.max(0.0);
             // A returning member starts afresh.
             self.incoming[u].rates = [c0; MAX_PARTICIPANTS];
@@ -455,6 +495,44 @@ impl CelerityPeer {
         }
     }
 
+    /// Whether the overlay link with `u` carries packets: something arrived
+    /// from `u` directly within the liveness period. The same evidence
+    /// stands for both directions (a tail keeps sending rate updates to
+    /// the head of a live link, at least every [`TAIL_HEARTBEAT`]; a tail
+    /// that stops receiving says so with zero rates).
+    fn link_up(&self, u: usize, now: Time) -> bool {
+        self.direct[u].is_some_and(|t| now.saturating_since(t) <= self.cfg.params.liveness)
+    }
+
+    /// Session `m`'s rate on this peer's link to `v`, kbit/s (0 while the
+    /// link is down).
+    fn out_rate(&self, v: usize, m: usize, now: Time) -> f64 {
+        if self.link_up(v, now) {
+            self.outgoing[v].rates[m].max(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// The members this peer hears directly, as a bit mask.
+    fn hears(&self, now: Time) -> u16 {
+        (0..self.n)
+            .filter(|&u| u != self.me && self.present[u] && self.link_up(u, now))
+            .fold(0, |m, u| m | 1 << u)
+    }
+
+    /// A neighbour that can carry control to `v` (it hears `v` directly,
+    /// and this peer hears it).
+    fn relay_for(&self, v: usize, now: Time) -> Option<usize> {
+        (0..self.n).find(|&w| {
+            w != self.me
+                && w != v
+                && self.present[w]
+                && self.link_up(w, now)
+                && self.reach[w] & (1 << v) != 0
+        })
+    }
+
     fn link_header(&mut self, v: usize, now: Time) -> LinkHeader {
         let o = &mut self.outgoing[v];
         let h = LinkHeader {
@@ -465,9 +543,27 @@ impl CelerityPeer {
         h
     }
 
-    /// Queue a control message for `v`, to ride on the next data packet to
-    /// `v` or leave on its own within `wait`.
+    /// Queue a control message for member `v`: directly while the link to
+    /// `v` is up (or `v` is not known yet, or it is a probe), otherwise
+    /// wrapped in a [`Control::Relay`] through a neighbour that hears `v`.
     fn queue_control(&mut self, v: usize, now: Time, c: &Control, wait: Duration) {
+        let direct = matches!(c, Control::Hello) || !self.present[v] || self.link_up(v, now);
+        match self.relay_for(v, now).filter(|_| !direct) {
+            Some(w) => {
+                let relayed = Control::Relay {
+                    origin: self.me as u8,
+                    dest: v as u8,
+                    inner: vec![c.clone()],
+                };
+                self.queue_direct(w, now, &relayed, wait);
+            }
+            None => self.queue_direct(v, now, c, wait),
+        }
+    }
+
+    /// Queue a control message for neighbour `v`, to ride on the next data
+    /// packet to `v` or leave on its own within `wait`.
+    fn queue_direct(&mut self, v: usize, now: Time, c: &Control, wait: Duration) {
         let o = &mut self.outgoing[v];
         wire::emit_control(c, &mut o.pending);
         let due = now + wait;
@@ -511,79 +607,119 @@ impl CelerityPeer {
         self.arm_flush();
     }
 
-    /// Algorithm 1: update the rates of every link into this peer.
-    fn control_tick(&mut self, now: Time) {
+    /// Rule (10) for every session on the live link `u → me`, from what
+    /// the last interval measured.
+    fn update_rates(&mut self, u: usize, quick: f64, interval: f64) {
         let (beta, c0, delta) = {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
         };
-        let quick = self.quick(now);
-        let interval = self.cfg.params.control_interval.as_secs_f64();
         let damping = self.cfg.params.damping.as_secs_f64();
-        for u in self.others() {
-            let inc = &mut self.incoming[u];
-            // Quick start ends on a link once it shows congestion.
-            let q = if inc.ramping { quick } else { 1.0 };
-            let kappa = self.cfg.params.step * q;
-            let total = inc.received + inc.lost;
-            inc.loss = if total > 0 {
-                f64::from(inc.lost) / f64::from(total)
+        let inc = &mut self.incoming[u];
+        // Quick start ends on a link once it shows congestion.
+        let q = if inc.ramping { quick } else { 1.0 };
+        let kappa = self.cfg.params.step * q;
+        let total = inc.received + inc.lost;
+        inc.loss = if total > 0 {
+            f64::from(inc.lost) / f64::from(total)
+        } else {
+            0.0
+        };
+        let before = inc.qdelay;
+        if inc.qn > 0 {
+            inc.qdelay = inc.qsum / f64::from(inc.qn);
+        } else {
+            // Nothing arrived: whatever queue there was drains.
+            inc.qdelay *= 0.5;
+        }
+        let slope = (inc.qdelay - before) / interval;
+        inc.qtrend = 0.5 * inc.qtrend + 0.5 * slope;
+        // The trend term damps the loop: a growing queue raises the
+        // price before it is long, a draining one lowers it.
+        let price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
+        for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
+            let s = &self.sessions[m];
+            let (gain, uprime) = if s.known {
+                let crosses = meshcast_plan::packing::crosses(
+                    m,
+                    u,
+                    self.me,
+                    |i| s.relay_side & (1 << i) != 0,
+                    |i| s.recv_side & (1 << i) != 0,
+                    self.cfg.model == Model::Star,
+                );
+                (if crosses { s.uprime } else { 0.0 }, s.uprime)
+            } else {
+                // Before the source has said anything: let its direct
+                // link grow.
+                let u0 = beta / (c0 + delta);
+                (if u == m { u0 } else { 0.0 }, u0)
+            };
+            // Rule (10) with the per-link step α = κ·c/U′: the
+            // equilibrium (U′ = price on critical links) is the
+            // paper's, and the step scales with the rate so the same
+            // κ works at kbit/s and Mbit/s.
+            let c = inc.rates[m];
+            let scale = c.max(c0);
+            let rel = if uprime > 0.0 {
+                (gain - price) / uprime
+            } else if price > 0.0 {
+                -1.0
             } else {
                 0.0
             };
-            let before = inc.qdelay;
-            if inc.qn > 0 {
-                inc.qdelay = inc.qsum / f64::from(inc.qn);
-            } else {
-                // Nothing arrived: whatever queue there was drains.
-                inc.qdelay *= 0.5;
+            if gain > 0.0 && inc.loss + inc.qdelay >= 0.5 * uprime {
+                inc.ramping = false;
             }
-            let slope = (inc.qdelay - before) / interval;
-            inc.qtrend = 0.5 * inc.qtrend + 0.5 * slope;
-            // The trend term damps the loop: a growing queue raises the
-            // price before it is long, a draining one lowers it.
-            let price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
-            for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
-                let s = &self.sessions[m];
-                let (gain, uprime) = if s.known {
-                    let crosses = meshcast_plan::packing::crosses(
-                        m,
-                        u,
-                        self.me,
-                        |i| s.relay_side & (1 << i) != 0,
-                        |i| s.recv_side & (1 << i) != 0,
-                        self.cfg.model == Model::Star,
-                    );
-                    (if crosses { s.uprime } else { 0.0 }, s.uprime)
-                } else {
-                    // Before the source has said anything: let its direct
-                    // link grow.
-                    let u0 = beta / (c0 + delta);
-                    (if u == m { u0 } else { 0.0 }, u0)
-                };
-                // Rule (10) with the per-link step α = κ·c/U′: the
-                // equilibrium (U′ = price on critical links) is the
-                // paper's, and the step scales with the rate so the same
-                // κ works at kbit/s and Mbit/s.
-                let c = inc.rates[m];
-                let scale = c.max(c0);
-                let rel = if uprime > 0.0 {
-                    (gain - price) / uprime
-                } else if price > 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                };
-                if gain > 0.0 && inc.loss + inc.qdelay >= 0.5 * uprime {
-                    inc.ramping = false;
+            let mut step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
+            // A rate the session does not use is not raised further (as
+            // TCP does not grow an unused window, RFC 7661): otherwise a
+            // link whose session is held back elsewhere — or whose cut
+            // news is late — grows without bound and must later fall all
+            // the way back.
+            let now_used = f64::from(inc.bytes[m]) * 8.0 / 1e3 / interval;
+            let used = now_used.max(0.5 * inc.used[m] + 0.5 * now_used);
+            inc.used[m] = used;
+            if step > 0.0 && c > 2.0 * used + c0 {
+                step = 0.0;
+            }
+            inc.rates[m] = (c + step).max(0.0);
+        }
+    }
+
+    /// Algorithm 1: update the rates of every link into this peer.
+    fn control_tick(&mut self, now: Time) {
+        let c0 = self.cfg.params.initial_rate_kbps;
+        let quick = self.quick(now);
+        let interval = self.cfg.params.control_interval.as_secs_f64();
+        for u in self.others() {
+            let up = self.link_up(u, now);
+            let inc = &mut self.incoming[u];
+            if !up {
+                // Nothing arrives: the link is down. Its rates are zero
+                // (and the head hears so, through a relay if need be)
+                // until packets arrive again; then it starts afresh.
+                if !inc.down {
+                    inc.down = true;
+                    inc.next_seq = None;
+                    inc.ramping = true;
+                    inc.qtrend = 0.0;
+                    inc.qdelay = 0.0;
                 }
-                let step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
-                inc.rates[m] = (c + step).max(0.0);
+                inc.rates = [0.0; MAX_PARTICIPANTS];
+            } else {
+                if inc.down {
+                    inc.down = false;
+                    inc.rates = [c0.max(0.0); MAX_PARTICIPANTS];
+                }
+                self.update_rates(u, quick, interval);
             }
+            let inc = &mut self.incoming[u];
             inc.received = 0;
             inc.lost = 0;
             inc.qsum = 0.0;
             inc.qn = 0;
+            inc.bytes = [0; MAX_PARTICIPANTS];
             // Tell the head when something moved, and every heartbeat.
             let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
             let stale = inc
@@ -617,8 +753,13 @@ impl CelerityPeer {
             self.report(m, now);
         }
         self.pack(now);
-        if self.src.rate_kbps <= 0.0 {
-            // No data carries the session's U′ and cut: tell the tails.
+        let gap =
+            f64::from(self.cfg.params.media_bytes) * 8.0 / (self.src.rate_kbps.max(1e-9) * 1e3);
+        if gap > self.cfg.params.report_interval.as_secs_f64() {
+            // Data is too sparse (or absent) to carry the session's U′ and
+            // cut to every tail in time: tell them directly. Without this
+            // a session held at a trickle by one link keeps the tails of
+            // its other links steering by a stale cut.
             let msg = Control::SessionState {
                 session: self.me as u8,
                 uprime: self.src.uprime as f32,
@@ -639,7 +780,7 @@ impl CelerityPeer {
         let mut changed = false;
         for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
             let o = &self.outgoing[v];
-            let r = o.rates[m];
+            let r = self.out_rate(v, m, now);
             changed |= moved(r, o.reported[m]);
             let d = o
                 .one_way_delay()
@@ -651,9 +792,8 @@ impl CelerityPeer {
         if links.is_empty() || !(changed || stale) {
             return;
         }
-        for &(v, ..) in &links {
-            let o = &mut self.outgoing[usize::from(v)];
-            o.reported[m] = o.rates[m];
+        for &(v, r, _) in &links {
+            self.outgoing[usize::from(v)].reported[m] = f64::from(r) / 1e3;
         }
         self.outgoing[m].reported_at[m] = Some(now);
         let msg = Control::LinkState {
@@ -686,7 +826,10 @@ impl CelerityPeer {
                 }
                 let (r, d) = if u == me {
                     let o = &self.outgoing[v];
-                    (o.rates[me], o.one_way_delay().unwrap_or(Duration::ZERO))
+                    (
+                        self.out_rate(v, me, now),
+                        o.one_way_delay().unwrap_or(Duration::ZERO),
+                    )
                 } else {
                     let i = u * n + v;
                     match self.src.reported_at[i] {
@@ -809,6 +952,10 @@ impl CelerityPeer {
         if !self.present[v] {
             return;
         }
+        if !self.link_up(v, now) {
+            self.counters.shaped += 1;
+            return;
+        }
         let m = usize::from(header.session);
         let media = self.cfg.params.media_bytes as f64;
         let o = &mut self.outgoing[v];
@@ -858,10 +1005,26 @@ impl CelerityPeer {
                 if self.heard[u].is_some_and(|t| now.saturating_since(t) > limit) {
                     self.left(u, now);
                 }
-            } else if self.outgoing[u].pending.is_empty() {
-                // Keep greeting members we have not heard (they may start
-                // later).
-                self.queue_control(u, now, &Control::Hello, Duration::ZERO);
+            }
+            if !self.link_up(u, now) && self.outgoing[u].pending.is_empty() {
+                // Keep greeting members we do not hear directly: they may
+                // start later, or the link between us may come back.
+                self.queue_direct(u, now, &Control::Hello, Duration::ZERO);
+            }
+        }
+        // Tell the neighbours whom this peer hears, so they can relay
+        // control around links that are down.
+        let hears = self.hears(now);
+        let (sent, at) = self.sent_reach;
+        if hears != sent || at.is_none_or(|t| now.saturating_since(t) >= REACH_HEARTBEAT) {
+            self.sent_reach = (hears, Some(now));
+            for v in (0..self.n).filter(|&v| hears & (1 << v) != 0) {
+                self.queue_direct(
+                    v,
+                    now,
+                    &Control::Reach { hears },
+                    Duration::from_millis(200),
+                );
             }
         }
         self.set(Timer::Liveness, Some(now + Duration::from_secs(1)));
@@ -955,7 +1118,57 @@ impl CelerityPeer {
                 }
             }
             Control::Hello => {}
-            Control::Bye => self.left(u, now),
+            Control::Bye => {
+                self.bye_at[u] = Some(now);
+                self.left(u, now);
+            }
+            Control::Reach { hears } => self.reach[u] = hears,
+            Control::Relay {
+                origin,
+                dest,
+                inner,
+            } => self.on_relay(u, now, usize::from(origin), usize::from(dest), inner),
+        }
+    }
+
+    /// A [`Control::Relay`] from neighbour `u`: deliver it here or carry
+    /// it on to its destination (one relay hop).
+    fn on_relay(&mut self, u: usize, now: Time, origin: usize, dest: usize, inner: Vec<Control>) {
+        if origin >= self.n || dest >= self.n || origin == dest {
+            self.counters.malformed += 1;
+            return;
+        }
+        if dest != self.me {
+            if origin != u {
+                // Relays do not chain.
+                self.counters.malformed += 1;
+            } else if self.present[dest] && self.link_up(dest, now) {
+                let c = Control::Relay {
+                    origin: origin as u8,
+                    dest: dest as u8,
+                    inner,
+                };
+                self.queue_direct(dest, now, &c, Duration::from_millis(40));
+            }
+            return;
+        }
+        if origin == self.me {
+            return;
+        }
+        if !inner.contains(&Control::Bye) {
+            self.heard_from(origin, now, false);
+        }
+        for mut c in inner {
+            if let Control::RateUpdate { hold_us, .. } = &mut c {
+                // The echo went the long way round: no RTT sample.
+                *hold_us = u32::MAX;
+            }
+            if !matches!(
+                c,
+                Control::Relay { .. } | Control::Reach { .. } | Control::Hello
+            ) {
+                self.on_control(origin, now, c);
+            }
         }
     }
 
@@ -964,6 +1177,8 @@ impl CelerityPeer {
         if m >= self.n || m == self.me {
             return;
         }
+        // Relayed data is evidence its source is still in the conference.
+        self.heard_from(m, now, false);
         let s = &mut self.sessions[m];
         s.known = true;
         s.uprime = f64::from(header.uprime);
@@ -1069,7 +1284,7 @@ impl Endpoint for CelerityPeer {
         let bye =
             matches!(&packet, Packet::Control { control, .. } if control.contains(&Control::Bye));
         if !bye {
-            self.heard_from(u, now);
+            self.heard_from(u, now, true);
         }
         match packet {
             Packet::Control { link, control } => {
@@ -1087,6 +1302,9 @@ impl Endpoint for CelerityPeer {
                 self.measure(u, now, link, true);
                 for c in control {
                     self.on_control(u, now, c);
+                }
+                if let Some(b) = self.incoming[u].bytes.get_mut(usize::from(header.session)) {
+                    *b = b.saturating_add(media.len() as u32);
                 }
                 self.on_data(now, header, media.len());
             }

@@ -109,6 +109,24 @@ pub enum Control {
     Hello,
     /// "I am leaving."
     Bye,
+    /// The members whose packets the sender receives directly (bit `i` =
+    /// member `i`'s overlay link to the sender is alive). Neighbours use it
+    /// to pick a relay for control that cannot go direct.
+    Reach {
+        /// Bit mask of members heard directly.
+        hears: u16,
+    },
+    /// Control from `origin` for `dest`, carried by a neighbour because the
+    /// overlay link between them is down. The relay forwards it to `dest`
+    /// directly (one relay hop; relays are never nested).
+    Relay {
+        /// The member that wrote the messages.
+        origin: u8,
+        /// The member they are for.
+        dest: u8,
+        /// The messages (no `Relay` among them).
+        inner: Vec<Control>,
+    },
 }
 
 const TLV_RATE: u8 = 1;
@@ -116,6 +134,8 @@ const TLV_STATE: u8 = 2;
 const TLV_HELLO: u8 = 3;
 const TLV_BYE: u8 = 4;
 const TLV_SESSION: u8 = 5;
+const TLV_REACH: u8 = 6;
+const TLV_RELAY: u8 = 7;
 
 /// Why a Celerity packet was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -230,7 +250,11 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, CelerityWireError> {
     }
 }
 
-fn parse_control(mut buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
+fn parse_control(buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
+    parse_tlvs(buf, true)
+}
+
+fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireError> {
     let mut out = Vec::new();
     while !buf.is_empty() {
         need(buf, 2, "control message header")?;
@@ -283,6 +307,27 @@ fn parse_control(mut buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
             }
             TLV_HELLO => out.push(Control::Hello),
             TLV_BYE => out.push(Control::Bye),
+            TLV_REACH => {
+                if len != 2 {
+                    return Err(CelerityWireError::Invalid("reach length"));
+                }
+                out.push(Control::Reach {
+                    hears: be_u16(body, 0),
+                });
+            }
+            TLV_RELAY => {
+                if !outer {
+                    return Err(CelerityWireError::Invalid("nested relay"));
+                }
+                if len < 2 {
+                    return Err(CelerityWireError::Invalid("relay length"));
+                }
+                out.push(Control::Relay {
+                    origin: body[0],
+                    dest: body[1],
+                    inner: parse_tlvs(&body[2..], false)?,
+                });
+            }
             // Unknown messages are skipped: a later version may add some.
             _ => {}
         }
@@ -333,6 +378,29 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
         }
         Control::Hello => out.extend_from_slice(&[TLV_HELLO, 0]),
         Control::Bye => out.extend_from_slice(&[TLV_BYE, 0]),
+        Control::Reach { hears } => {
+            out.extend_from_slice(&[TLV_REACH, 2]);
+            out.extend_from_slice(&hears.to_be_bytes());
+        }
+        Control::Relay {
+            origin,
+            dest,
+            inner,
+        } => {
+            let at = out.len();
+            out.extend_from_slice(&[TLV_RELAY, 2, *origin, *dest]);
+            for c in inner.iter().filter(|c| !matches!(c, Control::Relay { .. })) {
+                let before = out.len();
+                emit_control(c, out);
+                // A TLV body holds at most 255 bytes: what does not fit is
+                // left out whole.
+                if out.len() - at - 2 > 255 {
+                    out.truncate(before);
+                    break;
+                }
+            }
+            out[at + 1] = (out.len() - at - 2) as u8;
+        }
     }
 }
 
@@ -461,6 +529,18 @@ mod tests {
                 recv_side: 4,
             },
             Control::Bye,
+            Control::Reach { hears: 0b1011 },
+            Control::Relay {
+                origin: 3,
+                dest: 0,
+                inner: vec![
+                    Control::LinkState {
+                        session: 0,
+                        links: vec![(1, 7, 8)],
+                    },
+                    Control::Bye,
+                ],
+            },
         ];
         let mut ctl = Vec::new();
         for m in &msgs {
@@ -474,6 +554,34 @@ mod tests {
                 control: msgs
             }
         );
+    }
+
+    #[test]
+    fn relays_do_not_nest_and_stay_within_one_tlv() {
+        // A nested relay on the wire is refused.
+        let body = [TLV_RELAY, 6, 1, 2, TLV_RELAY, 2, 3, 4];
+        assert_eq!(
+            parse_control(&body),
+            Err(CelerityWireError::Invalid("nested relay"))
+        );
+        // Too much to relay: whole messages that fit are kept.
+        let big = Control::LinkState {
+            session: 0,
+            links: (0..15).map(|i| (i, 1, 1)).collect(),
+        };
+        let mut out = Vec::new();
+        emit_control(
+            &Control::Relay {
+                origin: 1,
+                dest: 2,
+                inner: vec![big.clone(), big.clone(), big.clone()],
+            },
+            &mut out,
+        );
+        match &parse_control(&out).unwrap()[..] {
+            [Control::Relay { inner, .. }] => assert_eq!(inner, &vec![big.clone(), big]),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
