@@ -172,10 +172,6 @@ struct Incoming {
     /// c_{m,e} per session, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
     sent_rates: [f64; MAX_PARTICIPANTS],
-    /// Media bytes of each session that arrived this interval.
-    bytes: [u32; MAX_PARTICIPANTS],
-    /// Smoothed rate each session used on the link, kbit/s.
-    used: [f64; MAX_PARTICIPANTS],
     sent_at: Option<Time>,
     last_ts: Option<(u32, Time)>,
 }
@@ -264,6 +260,8 @@ struct Source {
     relay_side: u16,
     recv_side: u16,
     media_seq: u32,
+    /// When the last media packet left.
+    last_send: Option<Time>,
 }
 
 /// A Celerity participant.
@@ -350,8 +348,6 @@ impl CelerityPeer {
             loss: 0.0,
             rates: [c0; MAX_PARTICIPANTS],
             sent_rates: [c0; MAX_PARTICIPANTS],
-            bytes: [0; MAX_PARTICIPANTS],
-            used: [0.0; MAX_PARTICIPANTS],
             sent_at: None,
             last_ts: None,
         };
@@ -672,15 +668,13 @@ impl CelerityPeer {
                 inc.ramping = false;
             }
             let mut step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
-            // A rate the session does not use is not raised further (as
-            // TCP does not grow an unused window, RFC 7661): otherwise a
-            // link whose session is held back elsewhere — or whose cut
-            // news is late — grows without bound and must later fall all
-            // the way back.
-            let now_used = f64::from(inc.bytes[m]) * 8.0 / 1e3 / interval;
-            let used = now_used.max(0.5 * inc.used[m] + 0.5 * now_used);
-            inc.used[m] = used;
-            if step > 0.0 && c > 2.0 * used + c0 {
+            // No tree uses a link twice, so a session never needs more on
+            // a link than its own rate R = β/U′ − δ. A rate far above it
+            // is not raised further (as TCP does not grow a window it does
+            // not use, RFC 7661): otherwise the link of a session that is
+            // held back elsewhere, or whose cut news is late, grows
+            // without bound and later has to fall all the way back.
+            if step > 0.0 && uprime > 0.0 && c > 2.0 * (beta / uprime - delta) + c0 {
                 step = 0.0;
             }
             inc.rates[m] = (c + step).max(0.0);
@@ -692,9 +686,11 @@ impl CelerityPeer {
         let c0 = self.cfg.params.initial_rate_kbps;
         let quick = self.quick(now);
         let interval = self.cfg.params.control_interval.as_secs_f64();
+        let mut links_changed = false;
         for u in self.others() {
             let up = self.link_up(u, now);
             let inc = &mut self.incoming[u];
+            links_changed |= up == inc.down;
             if !up {
                 // Nothing arrives: the link is down. Its rates are zero
                 // (and the head hears so, through a relay if need be)
@@ -719,7 +715,6 @@ impl CelerityPeer {
             inc.lost = 0;
             inc.qsum = 0.0;
             inc.qn = 0;
-            inc.bytes = [0; MAX_PARTICIPANTS];
             // Tell the head when something moved, and every heartbeat.
             let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
             let stale = inc
@@ -742,6 +737,11 @@ impl CelerityPeer {
                 };
                 self.queue_control(u, now, &msg, Duration::from_millis(40));
             }
+        }
+        if links_changed {
+            // A link went down or came back: the rates must find new
+            // levels, as after a membership change.
+            self.membership_changed(now);
         }
     }
 
@@ -901,9 +901,23 @@ impl CelerityPeer {
             Some(c) if packed >= 1.2 * c => 0.0,
             _ => beta / (self.src.rate_kbps + p.delta_kbps),
         };
-        if self.src.rate_kbps > 0.0 && self.timers[Timer::Send as usize].is_none() {
-            self.set(Timer::Send, Some(now));
+        if self.src.rate_kbps > 0.0 {
+            // The next packet is due one gap (at the new rate) after the
+            // last; a slower rate's later deadline must not hold back a
+            // faster one.
+            let due = self
+                .src
+                .last_send
+                .map_or(now, |t| (t + self.packet_gap()).max(now));
+            let timer = &mut self.timers[Timer::Send as usize];
+            *timer = Some(timer.map_or(due, |t| t.min(due)));
         }
+    }
+
+    /// The time between two media packets at the session's rate.
+    fn packet_gap(&self) -> Duration {
+        let bits = f64::from(self.cfg.params.media_bytes) * 8.0;
+        Duration::from_secs_f64((bits / (self.src.rate_kbps * 1e3)).min(3600.0))
     }
 
     /// Send one media packet of this peer's session.
@@ -942,8 +956,8 @@ impl CelerityPeer {
             let v = tree.occ[child].0;
             self.send_data(now, v, &header, entries);
         }
-        let gap = f64::from(self.cfg.params.media_bytes) * 8.0 / (rate * 1e3);
-        self.set(Timer::Send, Some(now + Duration::from_secs_f64(gap)));
+        self.src.last_send = Some(now);
+        self.set(Timer::Send, Some(now + self.packet_gap()));
     }
 
     /// Forward/send a data packet of `header.session` to `v` within the
@@ -1302,9 +1316,6 @@ impl Endpoint for CelerityPeer {
                 self.measure(u, now, link, true);
                 for c in control {
                     self.on_control(u, now, c);
-                }
-                if let Some(b) = self.incoming[u].bytes.get_mut(usize::from(header.session)) {
-                    *b = b.saturating_add(media.len() as u32);
                 }
                 self.on_data(now, header, media.len());
             }
