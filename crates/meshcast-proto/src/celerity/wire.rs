@@ -404,6 +404,42 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
     }
 }
 
+/// What makes two messages about the same thing: a later one supersedes
+/// an earlier one with the same key still waiting to be sent.
+fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
+    match tlv.first().copied()? {
+        TLV_RATE | TLV_REACH => Some((tlv[0], 0)),
+        TLV_STATE | TLV_SESSION => tlv.get(2).map(|&s| (tlv[0], s)),
+        _ => None,
+    }
+}
+
+/// Append `c`'s encoding to `pending` (TLV bytes not sent yet), first
+/// removing any message there that `c` supersedes: the newer rate update,
+/// link state or session state of the same session says all the older one
+/// did. Returns the bytes saved.
+pub fn queue_superseding(c: &Control, pending: &mut Vec<u8>) -> usize {
+    let mut fresh = Vec::new();
+    emit_control(c, &mut fresh);
+    let key = supersede_key(&fresh);
+    let before = pending.len();
+    if key.is_some() {
+        let mut kept = Vec::with_capacity(pending.len());
+        let mut rest = &pending[..];
+        while rest.len() >= 2 {
+            let end = (2 + usize::from(rest[1])).min(rest.len());
+            if supersede_key(&rest[..end]) != key {
+                kept.extend_from_slice(&rest[..end]);
+            }
+            rest = &rest[end..];
+        }
+        *pending = kept;
+    }
+    let saved = before - pending.len();
+    pending.extend_from_slice(&fresh);
+    saved
+}
+
 fn emit_prefix(out: &mut Vec<u8>, t: PacketType, link: LinkHeader) {
     let mut common = [0u8; COMMON_HEADER_LEN];
     CommonHeader { packet_type: t }.emit(&mut common);
@@ -582,6 +618,36 @@ mod tests {
             [Control::Relay { inner, .. }] => assert_eq!(inner, &vec![big.clone(), big]),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn newer_messages_supersede_older_ones_waiting() {
+        let rate = |r| Control::RateUpdate {
+            echo_ts_us: 1,
+            hold_us: 2,
+            rates: vec![(0, r)],
+        };
+        let state = |s, r| Control::LinkState {
+            session: s,
+            links: vec![(1, r, 0)],
+        };
+        let mut pending = Vec::new();
+        for c in [rate(1), state(0, 1), state(1, 1), Control::Hello] {
+            queue_superseding(&c, &mut pending);
+        }
+        assert!(queue_superseding(&rate(2), &mut pending) > 0);
+        assert!(queue_superseding(&state(1, 2), &mut pending) > 0);
+        assert_eq!(queue_superseding(&Control::Hello, &mut pending), 0);
+        assert_eq!(
+            parse_control(&pending).unwrap(),
+            vec![
+                state(0, 1),
+                Control::Hello,
+                rate(2),
+                state(1, 2),
+                Control::Hello
+            ]
+        );
     }
 
     #[test]
