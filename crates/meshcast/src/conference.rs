@@ -308,12 +308,38 @@ fn state_at(sc: &Scenario, net: &Network, dirs: &[Vec<LinkId>], t: f64) -> (Vec<
     (up, cap)
 }
 
+/// The optimum of every scheme (`coded`, `twohop`, `simulcast`,
+/// `mutualcast`): participant name → session rate in kbit/s.
+pub type Optima = BTreeMap<&'static str, BTreeMap<String, f64>>;
+
+/// When what a conference sees can change: the start, every event, and
+/// the end of every cross-traffic flow within the run (sorted, distinct).
+pub fn change_times(sc: &Scenario) -> Vec<f64> {
+    let mut times = vec![0.0];
+    for e in &sc.events {
+        times.push(e.at_s);
+        if let EventKind::Traffic { until_s, .. } = &e.kind {
+            times.push(*until_s);
+        }
+    }
+    times.retain(|&t| t < sc.duration_s);
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    times
+}
+
+/// The central optimum as a step function: `(from_s, optima)` at every
+/// [`change_times`] instant, each holding until the next.
+pub fn optimum_steps(sc: &Scenario) -> Result<Vec<(f64, Optima)>, OptimumError> {
+    change_times(sc)
+        .into_iter()
+        .map(|t| optimum_at(sc, t).map(|o| (t, o)))
+        .collect()
+}
+
 /// The central optimum at time `t` for every scheme: participant name →
 /// session rate in kbit/s. Participants absent at `t` are left out.
-pub fn optimum_at(
-    sc: &Scenario,
-    t: f64,
-) -> Result<BTreeMap<&'static str, BTreeMap<String, f64>>, OptimumError> {
+pub fn optimum_at(sc: &Scenario, t: f64) -> Result<Optima, OptimumError> {
     let Some(c) = &sc.conference else {
         return Err(OptimumError::Invalid(
             "the scenario has no [conference]".into(),

@@ -1022,10 +1022,8 @@ impl CelerityPeer {
             if u == self.me {
                 continue;
             }
-            if self.present[u] {
-                if self.heard[u].is_some_and(|t| now.saturating_since(t) > limit) {
-                    self.left(u, now);
-                }
+            if self.present[u] && self.heard[u].is_some_and(|t| now.saturating_since(t) > limit) {
+                self.left(u, now);
             }
             if !self.link_up(u, now) && self.outgoing[u].pending.is_empty() {
                 // Keep greeting members we do not hear directly: they may

@@ -51,6 +51,32 @@ pub struct Summary {
     /// endpoint accounts its bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overhead: Option<OverheadSummary>,
+    /// A conference's central optimum as a step function over the run
+    /// (absent without a conference).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub optimum: Vec<OptimumStep>,
+    /// Why the optimum could not be computed, if it could not (the run's
+    /// own figures are still all there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimum_error: Option<String>,
+}
+
+/// The central optimum from `from_s` until the next step.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct OptimumStep {
+    /// Start, seconds.
+    pub from_s: f64,
+    /// Per scheme (`coded`, `twohop`, `simulcast`, `mutualcast`):
+    /// participant → session rate, kbit/s.
+    #[serde(flatten)]
+    pub rates: crate::conference::Optima,
+}
+
+impl OptimumStep {
+    /// Session `id`'s rate under `scheme` in the step covering `t`.
+    fn at<'a>(steps: &'a [OptimumStep], t: f64) -> Option<&'a OptimumStep> {
+        steps.iter().rev().find(|s| s.from_s <= t)
+    }
 }
 
 /// Header and control bytes as fractions of all bytes participants sent
@@ -128,8 +154,24 @@ pub struct FlowSample {
     pub fig: FlowFigures,
 }
 
+/// A flow's figures over a report window. A conference session's also
+/// carry the central optimum in the middle of the window.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct FlowWindowFigures {
+    /// What was measured.
+    #[serde(flatten)]
+    pub flow: FlowFigures,
+    /// The session's rate in the unrestricted (coded) optimum, kbit/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimum_kbps: Option<f64>,
+    /// The session's rate in the optimum over the paper's 2-hop trees,
+    /// kbit/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optimum_twohop_kbps: Option<f64>,
+}
+
 /// A flow's figures over a report window.
-pub type FlowWindow = Windowed<FlowFigures>;
+pub type FlowWindow = Windowed<FlowWindowFigures>;
 
 /// A flow.
 #[derive(Serialize, Debug, Clone, PartialEq)]
@@ -247,7 +289,19 @@ pub fn seconds(stats: &RunStats) -> u64 {
     stats.end.as_nanos().div_ceil(1_000_000_000)
 }
 
-fn flow_summary(stats: &RunStats, f: &FlowRecord, windows: &[Window]) -> FlowSummary {
+fn flow_summary(
+    stats: &RunStats,
+    f: &FlowRecord,
+    windows: &[Window],
+    optimum: &[OptimumStep],
+) -> FlowSummary {
+    let opt = |from: u64, to: u64, scheme: &str| {
+        if f.kind != "session" {
+            return None;
+        }
+        let step = OptimumStep::at(optimum, (from + to) as f64 / 2.0)?;
+        step.rates.get(scheme)?.get(&f.name).copied()
+    };
     let secs = seconds(stats);
     let name = |n: meshcast_core::NodeId| stats.net.name(n).to_owned();
     FlowSummary {
@@ -262,8 +316,10 @@ fn flow_summary(stats: &RunStats, f: &FlowRecord, windows: &[Window]) -> FlowSum
                 fig: rounded_flow(f.figures(t, t + 1, stats.end)),
             })
             .collect(),
-        windows: per_window(windows, |from, to| {
-            rounded_flow(f.figures(from, to, stats.end))
+        windows: per_window(windows, |from, to| FlowWindowFigures {
+            flow: rounded_flow(f.figures(from, to, stats.end)),
+            optimum_kbps: opt(from, to, "coded"),
+            optimum_twohop_kbps: opt(from, to, "twohop"),
         }),
     }
 }
@@ -294,6 +350,19 @@ impl Summary {
             .iter()
             .map(|&(from_s, to_s)| Window { from_s, to_s })
             .collect();
+        let (optimum, optimum_error) = match &sc.conference {
+            None => (Vec::new(), None),
+            Some(_) => match crate::conference::optimum_steps(sc) {
+                Ok(steps) => (
+                    steps
+                        .into_iter()
+                        .map(|(from_s, rates)| OptimumStep { from_s, rates })
+                        .collect(),
+                    None,
+                ),
+                Err(e) => (Vec::new(), Some(e.to_string())),
+            },
+        };
         Summary {
             schema_version: SCHEMA_VERSION,
             name: sc.name.clone(),
@@ -306,7 +375,7 @@ impl Summary {
                 .flows
                 .flows()
                 .iter()
-                .map(|f| flow_summary(stats, f, &windows))
+                .map(|f| flow_summary(stats, f, &windows, &optimum))
                 .collect(),
             links: stats
                 .links
@@ -315,6 +384,8 @@ impl Summary {
                 .collect(),
             overhead: overhead_summary(stats, &windows),
             windows,
+            optimum,
+            optimum_error,
             packets: stats.counters,
             membership: stats
                 .membership

@@ -41,7 +41,7 @@ struct Line {
 /// One chart, ready to render.
 pub(super) struct Chart {
     /// File stem under `plots/`.
-    pub file: &'static str,
+    pub file: String,
     /// Title.
     pub title: String,
     y_label: &'static str,
@@ -54,6 +54,38 @@ fn series<T>(samples: &[T], f: impl Fn(&T) -> Option<(f64, f64)>) -> Vec<(f64, f
     samples.iter().filter_map(f).collect()
 }
 
+/// Session `id`'s rate under `scheme` as a step line over the run (one
+/// line per stretch the participant is present; the first is labelled).
+fn steps(summary: &Summary, id: &str, scheme: &str, label: &str, color: usize) -> Vec<Line> {
+    let mut lines: Vec<Line> = Vec::new();
+    let mut open = false;
+    let opt = &summary.optimum;
+    for (k, step) in opt.iter().enumerate() {
+        let end = opt.get(k + 1).map_or(summary.duration_s, |n| n.from_s);
+        match step.rates.get(scheme).and_then(|r| r.get(id)) {
+            Some(&v) => {
+                if !open {
+                    lines.push(Line {
+                        label: if lines.is_empty() {
+                            label.to_owned()
+                        } else {
+                            String::new()
+                        },
+                        points: Vec::new(),
+                        dashed: true,
+                        color,
+                    });
+                    open = true;
+                }
+                let l = lines.last_mut().expect("a line is open");
+                l.points.extend([(step.from_s, v), (end, v)]);
+            }
+            None => open = false,
+        }
+    }
+    lines
+}
+
 /// The charts for a run: rates, delay and loss per flow; queue and
 /// utilisation of the busiest links.
 pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
@@ -63,7 +95,7 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
         .iter()
         .map(|w| (w.from_s as f64, w.to_s as f64))
         .collect();
-    let chart = |file, title: &str, y_label, lines: Vec<Line>| Chart {
+    let chart = |file: String, title: &str, y_label, lines: Vec<Line>| Chart {
         file,
         title: format!("{}: {title}", summary.name),
         y_label,
@@ -111,10 +143,51 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
                 color: i,
             });
         }
-        out.push(chart("rates", "rate per flow", "kbit/s (payload)", rates));
-        out.push(chart("delay", "one-way delay per flow", "ms", delay));
         out.push(chart(
-            "loss",
+            "rates".into(),
+            "rate per flow",
+            "kbit/s (payload)",
+            rates,
+        ));
+        for (i, f) in flows.iter().enumerate() {
+            if f.kind != "session" || summary.optimum.is_empty() {
+                continue;
+            }
+            let mut lines = vec![
+                Line {
+                    label: "received (worst receiver)".into(),
+                    points: series(&f.series, |s| Some((mid(s.t_s), s.fig.recv_kbps_min))),
+                    dashed: false,
+                    color: 0,
+                },
+                Line {
+                    label: "sent".into(),
+                    points: series(&f.series, |s| Some((mid(s.t_s), s.fig.send_kbps))),
+                    dashed: true,
+                    color: 0,
+                },
+            ];
+            for (c, (scheme, label)) in [
+                ("coded", "optimum"),
+                ("twohop", "2-hop optimum"),
+                ("simulcast", "Simulcast maximum"),
+                ("mutualcast", "Mutualcast maximum"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                lines.extend(steps(summary, &f.id, scheme, label, c + 1));
+            }
+            out.push(chart(
+                format!("session-{i}"),
+                &format!("session {} against the optimum", f.id),
+                "kbit/s (payload)",
+                lines,
+            ));
+        }
+        out.push(chart("delay".into(), "one-way delay per flow", "ms", delay));
+        out.push(chart(
+            "loss".into(),
             "loss per flow (worst receiver)",
             "% of packets sent",
             loss,
@@ -149,13 +222,13 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
             });
         }
         out.push(chart(
-            "queue",
+            "queue".into(),
             "mean queue of the busiest links",
             "packets waiting",
             queue,
         ));
         out.push(chart(
-            "utilisation",
+            "utilisation".into(),
             "utilisation of the busiest links",
             "% of capacity",
             util,
@@ -232,7 +305,7 @@ where
                 .draw_series(LineSeries::new(l.points.iter().copied(), style))
                 .map_err(e)?
         };
-        if n < MAX_LEGEND {
+        if n < MAX_LEGEND && !l.label.is_empty() {
             let dashed = l.dashed;
             anno.label(l.label.clone()).legend(move |(x, y)| {
                 if dashed {

@@ -72,7 +72,7 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 .flows
                 .iter()
                 .map(|f| {
-                    let p = w.map_or(&f.total, |i| &f.windows[i].fig);
+                    let p = w.map_or(&f.total, |i| &f.windows[i].fig.flow);
                     let mut row = vec![
                         f.id.clone(),
                         format!("{} -> {}", f.source, f.receivers.join(",")),
