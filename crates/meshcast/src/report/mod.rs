@@ -73,8 +73,8 @@ pub struct OptimumStep {
 }
 
 impl OptimumStep {
-    /// Session `id`'s rate under `scheme` in the step covering `t`.
-    fn at<'a>(steps: &'a [OptimumStep], t: f64) -> Option<&'a OptimumStep> {
+    /// The step covering `t`.
+    fn at(steps: &[OptimumStep], t: f64) -> Option<&OptimumStep> {
         steps.iter().rev().find(|s| s.from_s <= t)
     }
 }
