@@ -317,15 +317,11 @@ fn optimum_matches_the_dumbbell_analysis() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// The Celerity dumbbell without events settles near its optimum: every
-/// session's send rate and lowest receiver goodput in [120,200] within 6%
-/// of 240 kbit/s, little loss, delay well inside the bound, overhead under
-/// the paper's 3.9%, and the same seed gives the same summary.
-///
-/// Issue 3 asks for 5%. Measured now: 227.6–229 kbit/s, which is 94.8–95.4%.
-/// The bottleneck carries at most ~230 kbit/s of payload per session once
-/// headers count (docs/celerity.md). This guard holds the stable loop; it
-/// is not the acceptance figure.
+/// The Celerity dumbbell without events settles at its optimum: every
+/// session's send rate and lowest receiver goodput in [120,200] at least
+/// 95% of 240 kbit/s (issue 3's bound; measured 228.5–230.2), little loss,
+/// delay well inside the bound, overhead under the paper's 3.9%, and the
+/// same seed gives the same summary.
 #[test]
 fn celerity_dumbbell_settles_at_the_optimum() {
     let dir = tempfile::tempdir().unwrap();
@@ -345,7 +341,7 @@ fn celerity_dumbbell_settles_at_the_optimum() {
         assert_eq!(f["kind"], "session");
         let w = window(f, 120);
         let (send, recv) = (num(&w["send_kbps"]), num(&w["recv_kbps_min"]));
-        assert!(send >= 0.94 * 240.0 && recv >= 0.94 * 240.0, "{p}: {w}");
+        assert!(send >= 0.95 * 240.0 && recv >= 0.95 * 240.0, "{p}: {w}");
         assert!(num(&w["loss"]) <= 0.02, "{p}: {w}");
         assert!(num(&w["delay_ms_mean"]) <= 200.0, "{p}: {w}");
     }
@@ -353,4 +349,92 @@ fn celerity_dumbbell_settles_at_the_optimum() {
     let overhead = num(&o["header_fraction"]) + num(&o["control_fraction"]);
     assert!(overhead <= 0.039, "{o}");
     assert_eq!(without_wall(s), without_wall(run()));
+}
+
+/// Run a scenario under `scenarios/` with `--json` and extra arguments.
+fn scenario_json(dir: &Path, file: &str, extra: &[&str]) -> Value {
+    let file = root().join("scenarios").join(file);
+    let mut args = vec!["run", file.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let out = meshcast(&args, dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Issue 3's dumbbell figures that Celerity meets (docs/celerity.md has
+/// the ones it does not): [200,300] and [900,1000] (A–E down: deep trees
+/// reach the coded optimum, A included) at 95% of 240 kbit/s; under cross
+/// traffic A and B at 95% of the optimum the summary gives (198.9 kbit/s:
+/// the cross traffic's IP/UDP bytes count) and C, D at 95% of 240; the
+/// paper's 2-hop variant holding A near its 2-hop optimum after the
+/// failure; Simulcast within 10% of its 120-kbit/s maximum in [200,300].
+/// (Mutualcast misses that: 103–121 kbit/s with 2–10% loss; see
+/// docs/celerity.md.)
+#[test]
+fn celerity_dumbbell_meets_the_window_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario_json(dir.path(), "celerity/dumbbell.toml", &[]);
+    let figures = |p: &str, from: u64| {
+        let w = window(flow(&s, p), from).clone();
+        (num(&w["send_kbps"]), num(&w["recv_kbps_min"]), w)
+    };
+    for p in ["A", "B", "C", "D"] {
+        for from in [200, 900] {
+            let (send, recv, w) = figures(p, from);
+            assert_eq!(num(&w["optimum_kbps"]), 240.0, "{p}: {w}");
+            assert!(send >= 0.95 * 240.0 && recv >= 0.95 * 240.0, "{p}: {w}");
+            assert!(num(&w["loss"]) <= 0.02, "{p}: {w}");
+            assert!(num(&w["delay_ms_mean"]) <= 200.0, "{p}: {w}");
+        }
+        let (send, recv, w) = figures(p, 420);
+        let opt = num(&w["optimum_kbps"]);
+        let want = if p == "A" || p == "B" { 198.9 } else { 240.0 };
+        assert_eq!(opt, want, "{p}: {w}");
+        assert!(send >= 0.95 * opt && recv >= 0.95 * opt, "{p}: {w}");
+    }
+    let o = &s["overhead"]["windows"][0];
+    assert!(num(&o["header_fraction"]) + num(&o["control_fraction"]) <= 0.039);
+
+    let paper = scenario_json(
+        dir.path(),
+        "celerity/dumbbell.toml",
+        &["--set", "conference.variant=paper"],
+    );
+    let w = window(flow(&paper, "A"), 900);
+    let two_hop = num(&w["optimum_twohop_kbps"]);
+    assert!((two_hop - 117.5).abs() < 1.0, "{w}");
+    let recv = num(&w["recv_kbps_min"]);
+    assert!(recv >= 0.85 * two_hop && recv <= 1.05 * two_hop, "{w}");
+
+    let b = scenario_json(dir.path(), "celerity/dumbbell-simulcast.toml", &[]);
+    for p in ["A", "B", "C", "D"] {
+        let w = window(flow(&b, p), 200);
+        let (send, recv) = (num(&w["send_kbps"]), num(&w["recv_kbps_min"]));
+        assert!((send - 120.0).abs() <= 12.0, "{p}: {w}");
+        assert!((recv - 120.0).abs() <= 12.0, "{p}: {w}");
+    }
+}
+
+/// Peer dynamics (Fig. 9): within 15 s after D leaves every session is
+/// back to 90% of its new optimum and stays there for the next 10 s.
+/// (After D joins it takes longer; docs/celerity.md.)
+#[test]
+fn celerity_recovers_after_a_participant_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario_json(dir.path(), "celerity/peer-dynamics.toml", &[]);
+    for (p, opt) in [("A", 240.0), ("B", 240.0), ("C", 480.0)] {
+        let f = flow(&s, p);
+        let series = f["series"].as_array().unwrap();
+        let recv = |t: usize| num(&series[t]["recv_kbps_min"]);
+        let back = (300..=315).find(|&t| (t..t + 10).all(|u| recv(u) >= 0.9 * opt));
+        assert!(
+            back.is_some(),
+            "{p}: {:?}",
+            (300..330).map(recv).collect::<Vec<_>>()
+        );
+    }
 }
