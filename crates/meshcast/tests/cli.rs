@@ -325,16 +325,7 @@ fn optimum_matches_the_dumbbell_analysis() {
 #[test]
 fn celerity_dumbbell_settles_at_the_optimum() {
     let dir = tempfile::tempdir().unwrap();
-    let file = root().join("scenarios/celerity/dumbbell-steady.toml");
-    let run = || -> Value {
-        let out = meshcast(&["run", file.to_str().unwrap(), "--json"], dir.path());
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let run = || scenario_json(dir.path(), "celerity/dumbbell-steady.toml", &[]);
     let s = run();
     for p in ["A", "B", "C", "D"] {
         let f = flow(&s, p);

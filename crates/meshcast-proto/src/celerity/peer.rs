@@ -760,9 +760,7 @@ impl CelerityPeer {
             self.report(m, now);
         }
         self.pack(now);
-        let gap =
-            f64::from(self.cfg.params.media_bytes) * 8.0 / (self.src.rate_kbps.max(1e-9) * 1e3);
-        if gap > self.cfg.params.report_interval.as_secs_f64() {
+        if self.packet_gap() > self.cfg.params.report_interval {
             // Data is too sparse (or absent) to carry the session's U′ and
             // cut to every tail in time: tell them directly. Without this
             // a session held at a trickle by one link keeps the tails of

@@ -4,7 +4,7 @@
 //! `plotters`; text uses the DejaVu Sans font embedded in the binary, so
 //! plots look the same on a machine without fonts.
 
-use super::Summary;
+use super::{FlowSummary, Summary};
 use anyhow::{Context as _, anyhow};
 use meshcast_sim::{LinkFigures, RunStats};
 use plotters::coord::Shift;
@@ -86,6 +86,30 @@ fn steps(summary: &Summary, id: &str, scheme: &str, label: &str, color: usize) -
     lines
 }
 
+/// Points sit at the middle of their second.
+fn mid(t: u64) -> f64 {
+    t as f64 + 0.5
+}
+
+/// A flow's received (worst receiver, solid) and sent (dashed) rate lines,
+/// labels starting with `prefix`.
+fn rate_lines(f: &FlowSummary, prefix: &str, color: usize) -> [Line; 2] {
+    [
+        Line {
+            label: format!("{prefix}received (worst receiver)"),
+            points: series(&f.series, |s| Some((mid(s.t_s), s.fig.recv_kbps_min))),
+            dashed: false,
+            color,
+        },
+        Line {
+            label: format!("{prefix}sent"),
+            points: series(&f.series, |s| Some((mid(s.t_s), s.fig.send_kbps))),
+            dashed: true,
+            color,
+        },
+    ]
+}
+
 /// The charts for a run: rates, delay and loss per flow; queue and
 /// utilisation of the busiest links.
 pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
@@ -104,26 +128,13 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
         x_max,
     };
     let mut out = Vec::new();
-    // Points sit at the middle of their second.
-    let mid = |t: u64| t as f64 + 0.5;
     let flows = &summary.flows;
     if !flows.is_empty() {
         let mut rates = Vec::new();
         let mut delay = Vec::new();
         let mut loss = Vec::new();
         for (i, f) in flows.iter().enumerate() {
-            rates.push(Line {
-                label: format!("{} received (worst receiver)", f.id),
-                points: series(&f.series, |s| Some((mid(s.t_s), s.fig.recv_kbps_min))),
-                dashed: false,
-                color: i,
-            });
-            rates.push(Line {
-                label: format!("{} sent", f.id),
-                points: series(&f.series, |s| Some((mid(s.t_s), s.fig.send_kbps))),
-                dashed: true,
-                color: i,
-            });
+            rates.extend(rate_lines(f, &format!("{} ", f.id), i));
             delay.push(Line {
                 label: format!("{} mean", f.id),
                 points: series(&f.series, |s| s.fig.delay_ms_mean.map(|v| (mid(s.t_s), v))),
@@ -153,20 +164,7 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
             if f.kind != "session" || summary.optimum.is_empty() {
                 continue;
             }
-            let mut lines = vec![
-                Line {
-                    label: "received (worst receiver)".into(),
-                    points: series(&f.series, |s| Some((mid(s.t_s), s.fig.recv_kbps_min))),
-                    dashed: false,
-                    color: 0,
-                },
-                Line {
-                    label: "sent".into(),
-                    points: series(&f.series, |s| Some((mid(s.t_s), s.fig.send_kbps))),
-                    dashed: true,
-                    color: 0,
-                },
-            ];
+            let mut lines = Vec::from(rate_lines(f, "", 0));
             for (c, (scheme, label)) in [
                 ("coded", "optimum"),
                 ("twohop", "2-hop optimum"),
