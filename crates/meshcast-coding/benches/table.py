@@ -26,16 +26,15 @@ shapes = sorted({tuple(k.split("/")[2:]) for k in rates if k.count("/") == 3},
                 key=lambda s: (int(s[0][1:]), int(s[1][1:])))
 if not shapes:
     sys.exit(f"no coding benchmarks under {root}: run `cargo bench -p meshcast-coding --bench coding` first")
-print("| operation | shape | " + " | ".join(IMPLS) + " | meshcast ÷ rlnc |")
-print("|---|---|" + "---|" * (len(IMPLS) + 1))
+print("| operation | shape | " + " | ".join(IMPLS) + " | meshcast ÷ rlnc | zero-copy ÷ rlnc |")
+print("|---|---|" + "---|" * (len(IMPLS) + 2))
 for op in ["encode", "decode", "recode"]:
     for n, k in shapes:
         row = [rates.get(f"{imp}/{op}/{n}/{k}") for imp in IMPLS]
         if all(r is None for r in row):
             continue
         cells = [f"{r:.2f}" if r is not None else "–" for r in row]
-        best = max((r for r in row[:2] if r is not None), default=None)
-        ratio = f"{best / row[2]:.1f}×" if best and row[2] else "–"
-        print(f"| {op} | {n} {k} | " + " | ".join(cells) + f" | {ratio} |")
+        ratios = [f"{m / row[2]:.1f}×" if m and row[2] else "–" for m in row[:2]]
+        print(f"| {op} | {n} {k} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 for key in sorted(k for k in rates if k.startswith("xor/")):
     print(f"\nmemory limit {key}: {rates[key]:.1f} GB/s")

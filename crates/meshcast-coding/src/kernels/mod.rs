@@ -410,9 +410,9 @@ impl Backend {
             .for_each(|(d, s)| *d ^= s);
     }
 
-    /// `dst = src`: a plain copy, with 64-byte vectors on the AVX-512 backends (on this
-    /// project's machines twice as fast as libc's `memmove` for 4 KiB rows from unaligned
-    /// datagram payloads into aligned slots; see docs/coding.md).
+    /// `dst = src`: a plain copy, with 64-byte vectors on the AVX-512 backends (about 10%
+    /// faster than libc's `memmove` for 4 KiB rows on this project's machines, 53 against 48
+    /// GB/s; both are bound by the L2 cache).
     ///
     /// # Panics
     /// If the rows differ in length.
