@@ -70,11 +70,7 @@ impl Decoder {
     /// # Panics
     /// If this CPU cannot run `backend`.
     pub fn with_backend(mut self, backend: Backend) -> Decoder {
-        assert!(
-            backend.supported(),
-            "coding backend {backend} is not supported here"
-        );
-        self.bucket.backend = backend;
+        self.bucket.backend = backend.checked();
         self
     }
 
@@ -111,14 +107,19 @@ impl Decoder {
     pub fn push(&mut self, symbol: &Symbol<'_>) -> Result<Pushed, PushError> {
         self.newly.clear();
         let innovative = self.bucket.insert(symbol)?;
+        Ok(self.after_insert(innovative))
+    }
+
+    /// Hands out what an insertion solved and reports it.
+    fn after_insert(&mut self, innovative: bool) -> Pushed {
         if innovative {
             self.collect_solved();
         }
-        Ok(Pushed {
+        Pushed {
             innovative,
             rank: self.bucket.rank,
             newly_decoded: self.newly.len(),
-        })
+        }
     }
 
     /// Hands out the rows the last insertion solved: uncoded ones in place, the others by one
@@ -178,14 +179,7 @@ impl Decoder {
     pub fn push_owned(&mut self, datagram: Vec<u8>) -> Result<Pushed, PushError> {
         self.newly.clear();
         let innovative = self.bucket.insert_owned(datagram)?;
-        if innovative {
-            self.collect_solved();
-        }
-        Ok(Pushed {
-            innovative,
-            rank: self.bucket.rank,
-            newly_decoded: self.newly.len(),
-        })
+        Ok(self.after_insert(innovative))
     }
 
     /// Moves the datagrams [`push_owned`](Decoder::push_owned) gave the decoder and that it no

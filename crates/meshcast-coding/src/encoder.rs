@@ -69,11 +69,7 @@ impl Encoder {
     /// # Panics
     /// If this CPU cannot run `backend`.
     pub fn with_backend(mut self, backend: Backend) -> Encoder {
-        assert!(
-            backend.supported(),
-            "coding backend {backend} is not supported here"
-        );
-        self.backend = backend;
+        self.backend = backend.checked();
         self
     }
 

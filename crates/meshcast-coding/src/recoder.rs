@@ -38,11 +38,7 @@ impl Recoder {
     /// # Panics
     /// If this CPU cannot run `backend`.
     pub fn with_backend(mut self, backend: Backend) -> Recoder {
-        assert!(
-            backend.supported(),
-            "coding backend {backend} is not supported here"
-        );
-        self.bucket.backend = backend;
+        self.bucket.backend = backend.checked();
         self
     }
 

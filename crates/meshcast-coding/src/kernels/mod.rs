@@ -182,6 +182,18 @@ impl Backend {
         }
     }
 
+    /// This backend, after checking that the CPU can run it.
+    ///
+    /// # Panics
+    /// If it cannot.
+    pub(crate) fn checked(self) -> Backend {
+        assert!(
+            self.supported(),
+            "coding backend {self} is not supported on this CPU"
+        );
+        self
+    }
+
     /// Every backend this CPU can run, slowest first.
     pub fn available() -> Vec<Backend> {
         Backend::ALL.into_iter().filter(|b| b.supported()).collect()
@@ -262,10 +274,7 @@ impl Backend {
             outputs.iter().all(|o| o.len() == len) && inputs.check(len),
             "rows must have equal lengths"
         );
-        assert!(
-            self.supported(),
-            "coding backend {self} is not supported on this CPU"
-        );
+        self.checked();
         let assign = mode == Mode::Assign;
         let vlen = self.vector_len(len);
         if vlen > 0 {
@@ -447,10 +456,7 @@ impl Backend {
     /// Both pointers are valid for `len` bytes.
     #[allow(unsafe_code)]
     unsafe fn row_op(self, dst: *mut u8, src: *const u8, len: usize, c: u8, assign: bool) {
-        assert!(
-            self.supported(),
-            "coding backend {self} is not supported on this CPU"
-        );
+        self.checked();
         let vlen = self.vector_len(len);
         if vlen == 0 {
             return;
