@@ -102,7 +102,6 @@ pub(crate) struct Bucket {
     /// Datagrams handed over whole (`Decoder::push_owned`): slot i's payload is then
     /// `held[i].0[held[i].1..][..k]` and `slots` row i is unused.
     held: Vec<Option<(Vec<u8>, usize)>>,
-    held_count: usize,
     /// Handed-over datagrams no longer needed (dependent, rejected, or from a past
     /// generation), for the caller to reuse.
     pub(crate) spare: Vec<Vec<u8>>,
@@ -135,7 +134,6 @@ impl Bucket {
             backend,
             slots: Rows::new(n, params.k()),
             held: vec![None; n],
-            held_count: 0,
             spare: Vec::new(),
             orig: Rows::new(n, n),
             rows: vec![0; n * width],
@@ -162,7 +160,6 @@ impl Bucket {
                 self.spare.push(buf);
             }
         }
-        self.held_count = 0;
         self.pivot.fill(NONE);
         self.row_at.fill(NONE);
         self.unit.fill(false);
@@ -219,14 +216,20 @@ impl Bucket {
         }
     }
 
-    /// Slots `0..count` as kernel input, and whether they are padded to whole vectors
-    /// (only when none is a handed-over datagram). `f` gets the input.
-    pub(crate) fn with_slots<T>(&self, count: usize, f: impl FnOnce(Src<'_>, bool) -> T) -> T {
-        if self.held_count == 0 {
-            f(self.slots.src(count, true), true)
-        } else {
+    /// Slots `0..count` as kernel input, handed to `f` with whether they are padded to whole
+    /// vectors: they are when `padded` asks for it and none is a handed-over datagram (those
+    /// are exactly k bytes long).
+    pub(crate) fn with_slots<T>(
+        &self,
+        count: usize,
+        padded: bool,
+        f: impl FnOnce(Src<'_>, bool) -> T,
+    ) -> T {
+        if self.held[..count].iter().any(Option::is_some) {
             let list: Vec<&[u8]> = (0..count).map(|i| self.slot(i)).collect();
             f(Src::List(&list), false)
+        } else {
+            f(self.slots.src(count, padded), padded)
         }
     }
 
@@ -241,7 +244,6 @@ impl Bucket {
             Ok((Ok(true), off)) => {
                 let slot = self.rank - 1;
                 self.held[slot] = Some((datagram, off));
-                self.held_count += 1;
                 Ok(true)
             }
             Ok((result, _)) => {
@@ -365,12 +367,10 @@ impl Bucket {
             }
         }
         self.touched.push(new as u16);
+        // Only slots below the rank ever hold a datagram (reset releases them all).
+        debug_assert!(self.held[new].is_none());
         if copy {
             self.backend.copy_row(self.slots.row_mut(new), s.payload);
-            if let Some((buf, _)) = self.held[new].take() {
-                self.held_count -= 1;
-                self.spare.push(buf);
-            }
         }
         s.coding.expand(self.orig.row_mut(new));
         self.rank += 1;
@@ -421,12 +421,7 @@ impl Bucket {
             }
         }
         let b = self.backend;
-        self.with_slots(self.rank, |src, padded| {
-            let src = if padded {
-                self.slots.src(self.rank, false)
-            } else {
-                src
-            };
+        self.with_slots(self.rank, false, |src, _| {
             b.combine_src(weights, src, payloads, Mode::Assign)
         });
         if self.vectors.count() < vectors.len() {

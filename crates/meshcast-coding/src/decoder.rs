@@ -156,7 +156,7 @@ impl Decoder {
             .out
             .padded_mut_at(self.batch.iter().map(|&(p, _)| usize::from(p)));
         let (backend, weights) = (self.bucket.backend, &self.weights);
-        self.bucket.with_slots(rank, |inputs, padded| {
+        self.bucket.with_slots(rank, true, |inputs, padded| {
             if !padded {
                 // Handed-over datagrams are k bytes long: so are the outputs then.
                 outputs.iter_mut().for_each(|o| {
