@@ -30,6 +30,14 @@ pub enum PacketType {
     CelerityData = 2,
     /// A Celerity control packet (`celerity::wire`).
     CelerityControl = 3,
+    /// A TCP-model data segment (`transport::wire`).
+    TcpSegment = 4,
+    /// A TCP-model acknowledgement (`transport::wire`).
+    TcpAck = 5,
+    /// A TFRC data packet (`transport::wire`).
+    TfrcData = 6,
+    /// A TFRC feedback packet (`transport::wire`).
+    TfrcFeedback = 7,
 }
 
 impl PacketType {
@@ -38,6 +46,10 @@ impl PacketType {
             1 => Some(PacketType::Traffic),
             2 => Some(PacketType::CelerityData),
             3 => Some(PacketType::CelerityControl),
+            4 => Some(PacketType::TcpSegment),
+            5 => Some(PacketType::TcpAck),
+            6 => Some(PacketType::TfrcData),
+            7 => Some(PacketType::TfrcFeedback),
             _ => None,
         }
     }

@@ -8,9 +8,7 @@ use meshcast_core::rng::{Rng, child_seed, rng_from_seed};
 use meshcast_core::{
     Addr, Duration, Endpoint, Event, FlowId, IP_UDP_OVERHEAD, NodeId, Rate, Time, Transmit,
 };
-use meshcast_proto::traffic::{
-    Pattern, SINK_PORT, SourceConfig, SourceConfigError, TrafficSink, TrafficSource,
-};
+use meshcast_proto::traffic::SourceConfigError;
 use rand::RngExt as _;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -485,64 +483,6 @@ impl Sim {
         self.fab.flows.add_flow(name, kind, source, receivers)
     }
 
-    /// Add a cross-traffic flow from `from` to `to`: declares the flow
-    /// (named `name`, kind `cbr` or `onoff` after `pattern`), binds a
-    /// [`TrafficSource`] to `from` on port `TRAFFIC_BASE_PORT + flow id`
-    /// and, unless one is there already, a [`TrafficSink`] to `to` on
-    /// [`SINK_PORT`]. The source's random stream is seeded from `seed` and
-    /// the flow's name.
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_traffic(
-        &mut self,
-        name: &str,
-        from: NodeId,
-        to: NodeId,
-        pattern: Pattern,
-        rate: Rate,
-        packet_bytes: u32,
-        (start, stop): (Time, Time),
-        seed: u64,
-    ) -> Result<FlowId, SimError> {
-        let n = self.bound.len();
-        for node in [from, to] {
-            if node.index() >= n {
-                return Err(SimError::NoSuchNode(node));
-            }
-        }
-        let kind = match pattern {
-            Pattern::Cbr | Pattern::Poisson => "cbr",
-            Pattern::OnOff { .. } => "onoff",
-        };
-        let flow_index = self.fab.flows.flows().len();
-        let port = u16::try_from(flow_index)
-            .ok()
-            .and_then(|i| TRAFFIC_BASE_PORT.checked_add(i))
-            .ok_or(SimError::TooManyFlows)?;
-        let src_addr = Addr::new(from, port);
-        if self.is_bound(src_addr) {
-            return Err(SimError::AddrInUse(src_addr));
-        }
-        let cfg = SourceConfig {
-            flow: FlowId(flow_index as u32),
-            to: Addr::new(to, SINK_PORT),
-            rate,
-            packet_bytes,
-            start,
-            stop,
-            pattern,
-            seed: child_seed(seed, &format!("flow:{name}")),
-            exact_phase: false,
-        };
-        let source = TrafficSource::new(cfg).map_err(SimError::Traffic)?;
-        let flow = self.add_flow(name, kind, from, vec![to]);
-        debug_assert_eq!(flow.index(), flow_index);
-        if !self.is_bound(Addr::new(to, SINK_PORT)) {
-            self.add_endpoint(Addr::new(to, SINK_PORT), Box::new(TrafficSink::new()))?;
-        }
-        self.add_endpoint(src_addr, Box::new(source))?;
-        Ok(flow)
-    }
-
     /// Declare when `node`, a receiver of `flow`, is present (see
     /// [`FlowRecorder::set_presence`]).
     pub fn set_presence(&mut self, flow: FlowId, node: NodeId, intervals: Vec<(Time, Time)>) {
@@ -813,6 +753,9 @@ impl Sim {
         }
     }
 }
+
+#[path = "flows.rs"]
+mod flows;
 
 #[cfg(test)]
 #[path = "engine_tests.rs"]

@@ -3,7 +3,7 @@
 use super::*;
 use crate::network::{LinkParams, NodeKind, QueueLimit};
 use meshcast_core::metrics::FlowFigures;
-use meshcast_proto::traffic::Pattern;
+use meshcast_proto::traffic::{Pattern, SINK_PORT, SourceConfig, TrafficSink, TrafficSource};
 
 fn params(kbps: u64, delay_ms: u64, queue: u32) -> LinkParams {
     LinkParams {

@@ -13,8 +13,13 @@
 //! handshake and no FIN; `meshcast-proto` puts segments and ACKs on the
 //! wire.
 //!
-//! Decisions: the minimum RTO defaults to 200 ms, as Linux uses and as the
-//! throughput models are usually fitted to (RFC 6298 says 1 s);
+//! Decisions: the RTO is `SRTT + max(G, 4·RTTVAR, min_rto)` with `min_rto`
+//! = 200 ms, as Linux computes it, rather than RFC 6298's
+//! `max(1 s, SRTT + max(G, 4·RTTVAR))`: on a path whose RTT is steady
+//! (RTTVAR near zero) and near 200 ms, RFC 6298 with a 200 ms floor puts the
+//! RTO within a few ms of the RTT and every queueing hiccup or second loss
+//! in a window becomes a timeout, while a 1 s floor makes each real timeout
+//! cost seconds at the RTTs simulated here;
 //! appropriate byte counting (RFC 3465) with L = 2 in slow start; after a
 //! timeout the sender goes back to the first unacknowledged segment
 //! (go-back-N) and `recover` is set to the highest segment sent, so the
@@ -270,9 +275,10 @@ impl TcpSender {
             }
         }
         let s = self.srtt.unwrap_or(r);
-        self.rto = (s + GRANULARITY.max(4.0 * self.rttvar))
-            .max(self.cfg.min_rto.as_secs_f64())
-            .min(self.cfg.max_rto.as_secs_f64());
+        self.rto = (s + GRANULARITY
+            .max(4.0 * self.rttvar)
+            .max(self.cfg.min_rto.as_secs_f64()))
+        .min(self.cfg.max_rto.as_secs_f64());
     }
 
     /// When the retransmission timer expires, if it runs.

@@ -41,6 +41,10 @@ pub struct TfrcSender {
     x: f64,
     /// RTT estimate `R`, seconds.
     rtt: Option<f64>,
+    /// §4.5: the latest RTT sample's square root and the running mean of
+    /// square roots (`R_sqmean`).
+    sqrt_sample: f64,
+    sqrt_mean: f64,
     p: f64,
     loss_events: u32,
     /// `X_recv_set`: recent receive rates (bytes/s) and when they came.
@@ -75,6 +79,8 @@ impl TfrcSender {
             s,
             x,
             rtt,
+            sqrt_sample: 0.0,
+            sqrt_mean: 0.0,
             p: 0.0,
             loss_events: 0,
             x_recv_set: vec![(f64::INFINITY, now)],
@@ -92,8 +98,23 @@ impl TfrcSender {
     }
 
     /// The allowed sending rate `X`.
-    pub fn rate(&self) -> Rate {
+    pub fn allowed_rate(&self) -> Rate {
         Rate::from_bps((self.x * 8.0).round() as u64)
+    }
+
+    /// The rate the sender paces at now: `X_inst = X · R_sqmean / √R_sample`
+    /// (§4.5), which sends a little slower while the RTT is above its
+    /// average (a queue is building) and a little faster while below.
+    pub fn rate(&self) -> Rate {
+        Rate::from_bps((self.x_inst() * 8.0).round() as u64)
+    }
+
+    fn x_inst(&self) -> f64 {
+        if self.sqrt_sample > 0.0 {
+            self.x * self.sqrt_mean / self.sqrt_sample
+        } else {
+            self.x
+        }
     }
 
     /// The phase: slow start until the first loss event (or `break_ss`).
@@ -162,7 +183,7 @@ impl TfrcSender {
     }
 
     fn interval(&self, bytes: u32) -> Duration {
-        Duration::from_secs_f64(f64::from(bytes) / self.x)
+        Duration::from_secs_f64(f64::from(bytes) / self.x_inst())
     }
 
     fn min_rate(&self) -> f64 {
@@ -188,6 +209,12 @@ impl TfrcSender {
             Some(r) => RTT_FILTER_Q * r + (1.0 - RTT_FILTER_Q) * sample,
         };
         self.rtt = Some(r);
+        self.sqrt_sample = sample.sqrt();
+        self.sqrt_mean = if self.sqrt_mean == 0.0 {
+            self.sqrt_sample
+        } else {
+            RTT_FILTER_Q * self.sqrt_mean + (1.0 - RTT_FILTER_Q) * self.sqrt_sample
+        };
         // Was the interval this feedback covers data-limited?
         let from = self.last_echo.unwrap_or(Time::ZERO);
         while self.declines.front().is_some_and(|&t| t < from) {
