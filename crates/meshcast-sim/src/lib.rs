@@ -14,7 +14,9 @@
 //! - Timed [`Action`]s change the network (link down/up, capacity) and the
 //!   membership of nodes (join/leave hooks through [`Membership`]).
 //! - Everything is measured per flow and per link, bucketed by second
-//!   ([`stats`]).
+//!   ([`stats`]). Flows are cross traffic ([`Sim::add_traffic`]), TCP
+//!   NewReno ([`Sim::add_tcp`]), TFRC ([`Sim::add_tfrc`]) or whatever the
+//!   protocol endpoints declare.
 //!
 //! Determinism: events are ordered by (time, insertion sequence), all
 //! randomness comes from seeds derived from the run seed with stable
