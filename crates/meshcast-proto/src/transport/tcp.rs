@@ -1,5 +1,6 @@
 //! The TCP NewReno model as a bulk source and a sink.
 
+use super::Lifetime;
 use super::wire::{emit_tcp_ack, emit_tcp_segment, parse_tcp_ack, parse_tcp_segment};
 use meshcast_control::tcp::{TcpConfig, TcpReceiver, TcpSender, TcpStats};
 use meshcast_core::{Addr, Endpoint, Event, FlowId, Time, Transmit};
@@ -26,8 +27,7 @@ pub struct TcpSourceConfig {
 pub struct TcpSource {
     cfg: TcpSourceConfig,
     tx: TcpSender,
-    started: bool,
-    stopped: bool,
+    life: Lifetime,
     out: VecDeque<Transmit>,
     events: VecDeque<Event>,
 }
@@ -38,8 +38,7 @@ impl TcpSource {
         TcpSource {
             cfg,
             tx: TcpSender::new(cfg.tcp),
-            started: false,
-            stopped: false,
+            life: Lifetime::new(cfg.start, cfg.stop),
             out: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -51,7 +50,7 @@ impl TcpSource {
     }
 
     fn pump(&mut self, now: Time) {
-        if !self.started || self.stopped {
+        if !self.life.is_active() {
             return;
         }
         while let Some(seg) = self.tx.poll_segment(now) {
@@ -72,7 +71,7 @@ impl TcpSource {
 
 impl Endpoint for TcpSource {
     fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
-        if from != self.cfg.to || self.stopped {
+        if from != self.cfg.to || !self.life.is_live() {
             return;
         }
         if let Ok((flow, ack)) = parse_tcp_ack(payload)
@@ -84,12 +83,8 @@ impl Endpoint for TcpSource {
     }
 
     fn handle_timeout(&mut self, now: Time) {
-        if now >= self.cfg.stop {
-            self.stopped = true;
+        if !self.life.tick(now) {
             return;
-        }
-        if now >= self.cfg.start {
-            self.started = true;
         }
         self.tx.handle_timeout(now);
         self.pump(now);
@@ -100,17 +95,7 @@ impl Endpoint for TcpSource {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        if self.stopped {
-            None
-        } else if !self.started {
-            Some(self.cfg.start)
-        } else {
-            Some(
-                self.tx
-                    .poll_timeout()
-                    .map_or(self.cfg.stop, |t| t.min(self.cfg.stop)),
-            )
-        }
+        self.life.timeout(self.tx.poll_timeout())
     }
 
     fn poll_event(&mut self) -> Option<Event> {

@@ -1,6 +1,7 @@
 //! TFRC flows: a source whose application is bulk or rate-limited, and a
 //! sink.
 
+use super::Lifetime;
 use super::wire::{
     TFRC_DATA_HEADER_LEN, emit_tfrc_data, emit_tfrc_feedback, parse_tfrc_data, parse_tfrc_feedback,
 };
@@ -42,8 +43,7 @@ pub struct TfrcSourceConfig {
 pub struct TfrcSource {
     cfg: TfrcSourceConfig,
     tx: TfrcSender,
-    started: bool,
-    stopped: bool,
+    life: Lifetime,
     credit: f64,
     credit_at: Time,
     out: VecDeque<Transmit>,
@@ -65,8 +65,7 @@ impl TfrcSource {
         TfrcSource {
             tx: TfrcSender::new(scfg, cfg.start),
             cfg,
-            started: false,
-            stopped: false,
+            life: Lifetime::new(cfg.start, cfg.stop),
             credit: 0.0,
             credit_at: cfg.start,
             out: VecDeque::new(),
@@ -104,7 +103,7 @@ impl TfrcSource {
     }
 
     fn pump(&mut self, now: Time) {
-        if !self.started || self.stopped {
+        if !self.life.is_active() {
             return;
         }
         for _ in 0..MAX_BURST {
@@ -133,7 +132,7 @@ impl TfrcSource {
 
 impl Endpoint for TfrcSource {
     fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
-        if from != self.cfg.to || self.stopped {
+        if from != self.cfg.to || !self.life.is_live() {
             return;
         }
         if let Ok((flow, fb)) = parse_tfrc_feedback(payload)
@@ -145,12 +144,8 @@ impl Endpoint for TfrcSource {
     }
 
     fn handle_timeout(&mut self, now: Time) {
-        if now >= self.cfg.stop {
-            self.stopped = true;
+        if !self.life.tick(now) {
             return;
-        }
-        if now >= self.cfg.start {
-            self.started = true;
         }
         self.tx.handle_timeout(now);
         self.pump(now);
@@ -161,15 +156,9 @@ impl Endpoint for TfrcSource {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        if self.stopped {
-            return None;
-        }
-        if !self.started {
-            return Some(self.cfg.start);
-        }
         let t = self.tx.next_send();
-        let t = self.tx.poll_timeout().map_or(t, |n| n.min(t));
-        Some(t.min(self.cfg.stop))
+        self.life
+            .timeout(Some(self.tx.poll_timeout().map_or(t, |n| n.min(t))))
     }
 
     fn poll_event(&mut self) -> Option<Event> {
