@@ -26,6 +26,11 @@ pub enum Action {
     /// The link's capacity changes; the packet being serialised finishes at
     /// the old rate.
     SetCapacity(LinkId, Rate),
+    /// From now on the link drops every k-th packet it finishes sending
+    /// (counting from this action), on top of its random loss; `None` turns
+    /// the pattern off. A deterministic loss pattern for responsiveness and
+    /// aggressiveness tests (MSB scenario II: every other packet, k = 2).
+    DropEvery(LinkId, Option<u32>),
     /// The node joins: the [`Membership`] hook's endpoints start on it.
     Join(NodeId),
     /// The node leaves: the endpoints its join started are closed.
@@ -126,6 +131,10 @@ struct LinkState {
     limit_packets: u32,
     limit_bytes: u64,
     loss: f64,
+    /// Drop every k-th packet sent (0: off) and packets sent since the
+    /// pattern was set.
+    drop_every: u32,
+    since_pattern: u32,
     up: bool,
     epoch: u32,
     queue: VecDeque<u32>,
@@ -315,7 +324,11 @@ impl Fabric {
         b.tx_bytes += u64::from(wire);
         b.tx_packets += 1;
         self.counters.hops += 1;
-        let lost = link.loss > 0.0 && link.rng.random::<f64>() < link.loss;
+        let patterned = link.drop_every > 0 && {
+            link.since_pattern += 1;
+            link.since_pattern % link.drop_every == 0
+        };
+        let lost = patterned || (link.loss > 0.0 && link.rng.random::<f64>() < link.loss);
         let (delay, epoch) = (link.delay, link.epoch);
         if lost {
             self.drop_on_link(l, pkt, LinkDrop::Loss);
@@ -419,6 +432,8 @@ impl Sim {
                     limit_packets: s.params.queue.packets.unwrap_or(u32::MAX),
                     limit_bytes: s.params.queue.bytes.unwrap_or(u64::MAX),
                     loss: s.params.loss,
+                    drop_every: 0,
+                    since_pattern: 0,
                     up: true,
                     epoch: 0,
                     queue: VecDeque::new(),
@@ -550,7 +565,10 @@ impl Sim {
             });
         }
         match action {
-            Action::LinkDown(l) | Action::LinkUp(l) | Action::SetCapacity(l, _)
+            Action::LinkDown(l)
+            | Action::LinkUp(l)
+            | Action::SetCapacity(l, _)
+            | Action::DropEvery(l, _)
                 if l.index() >= self.fab.links.len() =>
             {
                 return Err(SimError::NoSuchLink(l));
@@ -643,6 +661,11 @@ impl Sim {
         match action {
             Action::LinkDown(l) => self.fab.set_link_up(l.index(), false),
             Action::LinkUp(l) => self.fab.set_link_up(l.index(), true),
+            Action::DropEvery(l, k) => {
+                let link = &mut self.fab.links[l.index()];
+                link.drop_every = k.unwrap_or(0);
+                link.since_pattern = 0;
+            }
             Action::SetCapacity(l, rate) => {
                 let link = &mut self.fab.links[l.index()];
                 if rate != Rate::ZERO {

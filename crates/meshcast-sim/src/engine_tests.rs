@@ -254,6 +254,31 @@ fn capacity_change_applies_and_utilisation_follows_it() {
     assert!((u - 1.0).abs() < 2e-3, "{u}");
 }
 
+#[test]
+fn drop_every_kth_packet_switches_on_and_off() {
+    // 500 kbit/s CBR of 1000-byte packets: 62.5 packets/s. Every other
+    // packet dropped in [10, 20) s, every fourth in [20, 30), none after.
+    let (net, a, r, b) = line(params(1000, 5, 50));
+    let l = net.link_id(r, b).unwrap();
+    let mut sim = Sim::new(net, 1);
+    let f = cbr(&mut sim, "f", a, b, 500, (0, 40));
+    sim.schedule(Time::from_secs(10), Action::DropEvery(l, Some(2)))
+        .unwrap();
+    sim.schedule(Time::from_secs(20), Action::DropEvery(l, Some(4)))
+        .unwrap();
+    sim.schedule(Time::from_secs(30), Action::DropEvery(l, None))
+        .unwrap();
+    let stats = run(sim, 41);
+    let loss = |from, to| fig(&stats, f, from, to).loss.unwrap();
+    assert_eq!(loss(1, 9), 0.0);
+    assert!((loss(11, 19) - 0.5).abs() < 0.01, "{}", loss(11, 19));
+    assert!((loss(21, 29) - 0.25).abs() < 0.01, "{}", loss(21, 29));
+    assert_eq!(loss(31, 39), 0.0);
+    let w = stats.links[l.index()].figures(10, 30, stats.end);
+    // 625 packets in each 10-s window: 312 and 156 of them dropped.
+    assert_eq!(w.drops_loss, 625 / 2 + 625 / 4);
+}
+
 fn lossy_run(seed: u64) -> (Vec<FlowFigures>, Counters) {
     let mut p = params(1000, 5, 50);
     p.loss = 0.05;
