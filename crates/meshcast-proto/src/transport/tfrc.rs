@@ -113,8 +113,10 @@ impl TfrcSource {
             if self.get_pkt(now, self.tx.rate(), self.tx.mode()) {
                 let n = self.cfg.packet_bytes;
                 let info = self.tx.on_sent(now, n);
-                let body = vec![0u8; n as usize - TFRC_DATA_HEADER_LEN];
-                let payload = emit_tfrc_data(self.cfg.flow, &info, &body);
+                // The synthetic application's data is zeros: pad the header
+                // in place rather than building a zero body and copying it.
+                let mut payload = emit_tfrc_data(self.cfg.flow, &info, &[]);
+                payload.resize(n as usize, 0);
                 self.events.push_back(Event::FlowSent {
                     flow: self.cfg.flow,
                     payload_bytes: n,
