@@ -38,6 +38,30 @@ pub enum Event {
         /// When the source sent it.
         sent_at: Time,
     },
+    /// The endpoint, as the receiver of the layered stream `flow`, got a
+    /// media packet in time for its presentation deadline (the first copy;
+    /// duplicates and late packets are not reported).
+    MediaReceived {
+        /// The flow.
+        flow: FlowId,
+        /// When the source generated the packet's frame (source's clock).
+        generated_at: Time,
+        /// Whether some hop retransmitted the packet.
+        retransmitted: bool,
+    },
+    /// The endpoint, as the receiver of the layered stream `flow`, presented
+    /// a frame at its deadline.
+    FramePresented {
+        /// The flow.
+        flow: FlowId,
+        /// When the source generated the frame.
+        generated_at: Time,
+        /// Layers received consecutively from the base layer (0: the base
+        /// layer is incomplete).
+        layers_min: u8,
+        /// The highest layer of which a packet arrived (0: none).
+        layers_max: u8,
+    },
     /// The endpoint sent a datagram: its bytes by purpose, for overhead
     /// accounting (IP/UDP headers not included).
     BytesSent {

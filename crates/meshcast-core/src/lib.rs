@@ -30,6 +30,7 @@
 
 pub mod endpoint;
 pub mod ids;
+pub mod layered;
 pub mod metrics;
 pub mod rng;
 pub mod time;

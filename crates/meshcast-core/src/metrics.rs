@@ -25,6 +25,7 @@
 //! ([`crate::Event::BytesSent`]) for [`FlowRecorder::overhead`].
 
 use crate::ids::{FlowId, NodeId};
+use crate::layered::LayeredRecord;
 use crate::time::{Duration, Time};
 use std::collections::BTreeMap;
 
@@ -166,6 +167,9 @@ pub struct FlowRecord {
     pub stray_packets: u64,
     /// Per receiver: when it is present (`None`: always).
     presence: Vec<Option<Vec<(Time, Time)>>>,
+    /// Frames and packet latencies of a layered stream (empty for other
+    /// kinds).
+    pub layered: LayeredRecord,
 }
 
 fn bucket<T: Default>(v: &mut Vec<T>, t: Time) -> &mut T {
@@ -288,6 +292,7 @@ impl FlowRecorder {
             delay: Vec::new(),
             stray_packets: 0,
             presence: Vec::new(),
+            layered: LayeredRecord::default(),
         });
         id
     }
@@ -328,6 +333,17 @@ impl FlowRecorder {
         b.count += 1;
         b.sum_ns += u128::from(d.as_nanos());
         b.hist.record(d);
+    }
+
+    /// The layered record of `flow`, if declared.
+    pub fn layered_mut(&mut self, flow: FlowId) -> Option<&mut LayeredRecord> {
+        match self.flows.get_mut(flow.index()) {
+            Some(f) => Some(&mut f.layered),
+            None => {
+                self.unknown_flow_events += 1;
+                None
+            }
+        }
     }
 
     /// Declare when `node`, a receiver of `flow`, is present: it then only

@@ -12,6 +12,7 @@
 //! parse/emit; parsing never panics on input.
 
 pub mod celerity;
+pub mod msb;
 pub mod traffic;
 pub mod transport;
 pub mod wire;

@@ -38,6 +38,8 @@ pub enum PacketType {
     TfrcData = 6,
     /// A TFRC feedback packet (`transport::wire`).
     TfrcFeedback = 7,
+    /// An MSB control packet: NACK or ACK (`msb::wire`).
+    MsbControl = 8,
 }
 
 impl PacketType {
@@ -50,6 +52,7 @@ impl PacketType {
             5 => Some(PacketType::TcpAck),
             6 => Some(PacketType::TfrcData),
             7 => Some(PacketType::TfrcFeedback),
+            8 => Some(PacketType::MsbControl),
             _ => None,
         }
     }
@@ -75,6 +78,9 @@ pub enum WireError {
     /// Flags set that this version does not define.
     #[error("undefined flags {0:#06x}")]
     Flags(u16),
+    /// A body whose fields are inconsistent (the text says which).
+    #[error("malformed packet: {0}")]
+    Malformed(&'static str),
     /// A packet of another type than the parser expected.
     #[error("expected a {expected:?} packet, got {got:?}")]
     WrongType {

@@ -3,6 +3,7 @@
 use crate::network::{LinkId, Network};
 use crate::routing::Routes;
 use crate::stats::{Counters, LinkRecord, MembershipChange, NS_PER_S, RunStats};
+use meshcast_core::layered::Frame;
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::rng::{Rng, child_seed, rng_from_seed};
 use meshcast_core::{
@@ -61,6 +62,9 @@ pub enum SimError {
     /// A traffic source's configuration was rejected.
     #[error("traffic source: {0}")]
     Traffic(SourceConfigError),
+    /// A layered (MSB) stream's configuration was rejected.
+    #[error("layered stream: {0}")]
+    Layered(String),
     /// An action scheduled before the current time.
     #[error("action at {at} is before now ({now})")]
     InThePast {
@@ -143,6 +147,56 @@ struct LinkState {
     queue_since: Time,
     rng: Rng,
     rec: LinkRecord,
+    red: Option<RedState>,
+}
+
+/// A link's RED state (see [`crate::network::Red`]).
+#[derive(Debug)]
+struct RedState {
+    p: crate::network::Red,
+    avg: f64,
+    /// Arrivals since the last early drop (-1: since avg fell below min_th).
+    count: i64,
+    /// When the link last went idle (nothing sent or waiting).
+    idle_since: Option<Time>,
+}
+
+impl RedState {
+    /// An arrival finds `q` packets waiting (`busy`: the link is
+    /// sending); true if RED drops it. `pkt_time` is the transmission time
+    /// of a typical (1000-byte) packet.
+    fn arrival(&mut self, now: Time, q: u32, busy: bool, pkt_time: Duration, u: f64) -> bool {
+        let r = self.p;
+        if !busy && let Some(since) = self.idle_since.take() {
+            let m = now.saturating_since(since).as_secs_f64() / pkt_time.as_secs_f64().max(1e-12);
+            self.avg *= (1.0 - r.w_q).powf(m);
+        }
+        self.avg += r.w_q * (f64::from(q) - self.avg);
+        let pb = if self.avg < r.min_th {
+            self.count = -1;
+            return false;
+        } else if self.avg < r.max_th {
+            r.max_p * (self.avg - r.min_th) / (r.max_th - r.min_th)
+        } else if self.avg < 2.0 * r.max_th {
+            r.max_p + (1.0 - r.max_p) * (self.avg - r.max_th) / r.max_th
+        } else {
+            self.count = 0;
+            return true;
+        };
+        self.count += 1;
+        let denom = 1.0 - self.count as f64 * pb;
+        let pa = if denom <= 0.0 {
+            1.0
+        } else {
+            (pb / denom).min(1.0)
+        };
+        if u < pa {
+            self.count = 0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl LinkState {
@@ -277,6 +331,18 @@ impl Fabric {
             self.drop_on_link(l, pkt, LinkDrop::Down);
             return;
         }
+        if let Some(red) = &mut link.red {
+            let busy = link.in_tx.is_some();
+            let pkt_time = link
+                .capacity
+                .transmit_time(1000 + meshcast_core::IP_UDP_OVERHEAD as u64)
+                .unwrap_or(Duration::from_secs(1));
+            let u = link.rng.random::<f64>();
+            if red.arrival(now, link.queue.len() as u32, busy, pkt_time, u) {
+                self.drop_on_link(l, pkt, LinkDrop::Queue);
+                return;
+            }
+        }
         if link.in_tx.is_none() {
             self.start_tx(l, pkt);
             return;
@@ -348,6 +414,8 @@ impl Fabric {
             let next = link.queue.pop_front().expect("queue checked non-empty");
             link.queued_bytes -= u64::from(self.packets[next as usize].wire);
             self.start_tx(l, next);
+        } else if let Some(red) = &mut link.red {
+            red.idle_since = Some(now);
         }
     }
 
@@ -395,6 +463,29 @@ impl Fabric {
                 header,
                 control,
             } => self.flows.bytes_sent(self.now, media, header, control),
+            Event::MediaReceived {
+                flow,
+                generated_at,
+                retransmitted,
+            } => {
+                if let Some(l) = self.flows.layered_mut(flow) {
+                    l.packet(self.now, generated_at, retransmitted);
+                }
+            }
+            Event::FramePresented {
+                flow,
+                generated_at,
+                layers_min,
+                layers_max,
+            } => {
+                if let Some(l) = self.flows.layered_mut(flow) {
+                    l.frame(Frame {
+                        generated_at,
+                        min: layers_min,
+                        max: layers_max,
+                    });
+                }
+            }
             _ => {}
         }
     }
@@ -442,6 +533,12 @@ impl Sim {
                     queue_since: Time::ZERO,
                     rng: rng_from_seed(child_seed(seed, &format!("link:{}", net.link_name(id)))),
                     rec: LinkRecord::new(id, s.params.capacity),
+                    red: s.params.red.map(|p| RedState {
+                        p,
+                        avg: 0.0,
+                        count: -1,
+                        idle_since: None,
+                    }),
                 }
             })
             .collect();

@@ -14,6 +14,7 @@ fn params(kbps: u64, delay_ms: u64, queue: u32) -> LinkParams {
             bytes: None,
         },
         loss: 0.0,
+        red: None,
     }
 }
 
@@ -401,4 +402,49 @@ fn join_and_leave_start_and_close_endpoints() {
     assert_eq!(fig(&stats, f, 16, 20).send_kbps, 0.0);
     assert_eq!(stats.membership.len(), 2);
     assert!(stats.membership[0].joined && !stats.membership[1].joined);
+}
+
+/// RED at twice its capacity of offered load: the average queue rises
+/// into the gentle region until half the arrivals are dropped. With the
+/// count rule drops are spaced uniformly over 1..1/p_b arrivals, so the
+/// drop rate is about 2·p_b: p_b = 1/4, reached at an average of
+/// max_th + (1/4 − max_p) / (1 − max_p) · max_th = 17.5 packets with the
+/// defaults. The queue stays there, far below the 1000-packet hard limit,
+/// and the link stays busy.
+#[test]
+fn red_keeps_the_queue_near_its_equilibrium() {
+    let mut p = params(1000, 5, 1000);
+    p.red = Some(crate::network::Red::default());
+    let (net, a, r, b) = line(p);
+    let bottleneck = net.link_id(r, b).unwrap();
+    let mut sim = Sim::new(net, 1);
+    cbr(&mut sim, "f", a, b, 2000, (0, 60));
+    let stats = run(sim, 60);
+    let l = stats.links[bottleneck.index()].figures(20, 60, stats.end);
+    assert!(
+        (16.0..19.5).contains(&l.queue_pkts_mean),
+        "mean queue {:.1}: {l:?}",
+        l.queue_pkts_mean
+    );
+    assert!(l.queue_pkts_max < 40, "{l:?}");
+    assert!((l.utilisation - 1.0).abs() < 1e-2, "{l:?}");
+    // Drop-tail alone would have filled the 1000-packet queue.
+    assert!(l.drops_queue > 0);
+}
+
+#[test]
+fn bad_red_parameters_are_refused() {
+    let mut p = params(1000, 5, 10);
+    p.red = Some(crate::network::Red {
+        min_th: 10.0,
+        max_th: 5.0,
+        ..Default::default()
+    });
+    let mut net = Network::new();
+    let a = net.add_node("A", NodeKind::Host).unwrap();
+    let b = net.add_node("B", NodeKind::Host).unwrap();
+    assert!(matches!(
+        net.add_link(a, b, p),
+        Err(crate::network::NetworkError::Red(..))
+    ));
 }

@@ -5,6 +5,7 @@ use meshcast_control::tcp::TcpConfig;
 use meshcast_control::tfrc::ReceiverConfig;
 use meshcast_core::rng::child_seed;
 use meshcast_core::{Addr, FlowId, NodeId, Rate, Time};
+use meshcast_proto::msb::{LayeredConfig, MsbBooster, MsbReceiver, MsbSource, MsbSourceConfig};
 use meshcast_proto::traffic::{Pattern, SINK_PORT, SourceConfig, TrafficSink, TrafficSource};
 use meshcast_proto::transport::tcp::{TcpSink, TcpSource, TcpSourceConfig};
 use meshcast_proto::transport::tfrc::{Supply, TfrcSink, TfrcSource, TfrcSourceConfig};
@@ -139,6 +140,54 @@ impl Sim {
             self.add_endpoint(sink, Box::new(TfrcSink::new(rcfg)))?;
         }
         self.add_endpoint(src_addr, Box::new(TfrcSource::new(cfg)))?;
+        Ok(flow)
+    }
+
+    /// Add a layered MSB stream (kind `layered`) from `from` to `to`,
+    /// through the boosters in `via` (in path order; empty: end to end),
+    /// generating frames over `start..stop`. Every role binds
+    /// `TRAFFIC_BASE_PORT + flow id` on its node.
+    pub fn add_layered(
+        &mut self,
+        name: &str,
+        from: NodeId,
+        via: &[NodeId],
+        to: NodeId,
+        stream: LayeredConfig,
+        (start, stop): (Time, Time),
+    ) -> Result<FlowId, SimError> {
+        let (flow_index, src_addr) = self.next_source(from, to)?;
+        let port = src_addr.port;
+        let flow = FlowId(flow_index as u32);
+        let mut path = vec![src_addr];
+        for &n in via.iter().chain([&to]) {
+            if n.index() >= self.bound.len() {
+                return Err(SimError::NoSuchNode(n));
+            }
+            let a = Addr::new(n, port);
+            if self.is_bound(a) || path.contains(&a) {
+                return Err(SimError::AddrInUse(a));
+            }
+            path.push(a);
+        }
+        let source = MsbSource::new(MsbSourceConfig {
+            flow,
+            to: path[1],
+            stream,
+            start,
+            stop,
+        })
+        .map_err(SimError::Layered)?;
+        let receiver =
+            MsbReceiver::new(flow, path[path.len() - 2], stream).map_err(SimError::Layered)?;
+        let declared = self.add_flow(name, "layered", from, vec![to]);
+        debug_assert_eq!(declared, flow);
+        self.add_endpoint(src_addr, Box::new(source))?;
+        for w in path.windows(3) {
+            let b = MsbBooster::new(flow, w[0], w[2], stream, start).map_err(SimError::Layered)?;
+            self.add_endpoint(w[1], Box::new(b))?;
+        }
+        self.add_endpoint(path[path.len() - 1], Box::new(receiver))?;
         Ok(flow)
     }
 }

@@ -48,6 +48,56 @@ pub struct LinkParams {
     /// Probability that a packet is lost on the wire, independently of all
     /// others (0..=1).
     pub loss: f64,
+    /// Random early detection in front of the drop-tail limits (`None`:
+    /// plain drop-tail).
+    pub red: Option<Red>,
+}
+
+/// Random Early Detection (Floyd and Jacobson 1993) in its "gentle" form,
+/// counted in packets, as ns-2 runs it. On every arrival the average queue
+/// `avg` moves by `w_q` towards the waiting queue's length (after an idle
+/// period it first decays as if `idle / (1000-byte transmission time)`
+/// empty arrivals had been seen). Below `min_th` nothing is dropped; from
+/// `min_th` to `max_th` the drop probability rises linearly to `max_p`, and
+/// from `max_th` to `2·max_th` on to 1 ("gentle"); above that every arrival
+/// is dropped. Drops are spread out with the `count` rule
+/// (`p_a = p_b / (1 − count·p_b)`). The drop-tail limits still apply.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Red {
+    /// Lower threshold of the average queue, packets.
+    pub min_th: f64,
+    /// Upper threshold, packets.
+    pub max_th: f64,
+    /// Drop probability at `max_th`.
+    pub max_p: f64,
+    /// Weight of the average.
+    pub w_q: f64,
+}
+
+impl Default for Red {
+    /// ns-2's classic defaults: thresholds 5 and 15 packets, `max_p` 0.1,
+    /// `w_q` 0.002.
+    fn default() -> Red {
+        Red {
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.1,
+            w_q: 0.002,
+        }
+    }
+}
+
+impl Red {
+    /// Whether the parameters make sense: `0 <= min_th < max_th`,
+    /// `0 < max_p <= 1`, `0 < w_q <= 1`.
+    pub fn is_valid(&self) -> bool {
+        self.min_th >= 0.0
+            && self.max_th > self.min_th
+            && self.max_p > 0.0
+            && self.max_p <= 1.0
+            && self.w_q > 0.0
+            && self.w_q <= 1.0
+    }
 }
 
 /// A node as declared.
@@ -91,6 +141,9 @@ pub enum NetworkError {
     /// Loss outside 0..=1.
     #[error("link {0:?} -> {1:?}: loss {2} outside 0..=1")]
     Loss(String, String, f64),
+    /// RED parameters that make no sense.
+    #[error("link {0:?} -> {1:?}: RED needs 0 <= min_th < max_th, 0 < max_p <= 1, 0 < w_q <= 1")]
+    Red(String, String),
 }
 
 /// An underlay: nodes and directed links.
@@ -143,6 +196,9 @@ impl Network {
         }
         if !(0.0..=1.0).contains(&params.loss) {
             return Err(NetworkError::Loss(f, t, params.loss));
+        }
+        if params.red.is_some_and(|r| !r.is_valid()) {
+            return Err(NetworkError::Red(f, t));
         }
         let id = LinkId(u32::try_from(self.links.len()).expect("fewer than 2^32 links"));
         self.links.push(LinkSpec { from, to, params });

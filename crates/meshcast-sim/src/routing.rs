@@ -133,6 +133,7 @@ mod tests {
                 bytes: None,
             },
             loss: 0.0,
+            red: None,
         }
     }
 

@@ -22,6 +22,7 @@ fn link(kbps: u64, delay_ms: u64, queue: u32, loss: f64) -> LinkParams {
             bytes: None,
         },
         loss,
+        red: None,
     }
 }
 

@@ -451,6 +451,7 @@ impl Scenario {
                     delay: Duration::from_secs_f64(delay_ms / 1e3),
                     queue,
                     loss,
+                    red: None,
                 },
                 both_ways,
             });

@@ -40,10 +40,13 @@
 //!   data packets until the receiver reports a loss event rate; a receiver
 //!   that has no loss history yet seeds it with the synthetic interval of
 //!   §6.3.1, exactly as at a first loss, so the equation takes over.
-//! - The optional oscillation damping of §4.5 (`X_inst` from √RTT) is not
-//!   implemented; the sender paces at `X`.
+//! - The sender paces at `X_inst`, the oscillation damping of §4.5
+//!   ([`TfrcSender::rate`]).
 //! - Pacing gives no credit for missed send times: after a packet of `n`
-//!   bytes the next may leave `n / X` later, so there are no bursts.
+//!   bytes the next may leave `n / X_inst` later, so there are no bursts.
+//! - [`TfrcSender::on_skipped`] lets a rate-adaptive application (MSB,
+//!   whose per-frame budget is a share of `X`) pass an opportunity without
+//!   the interval counting as data-limited.
 
 mod equation;
 mod loss;

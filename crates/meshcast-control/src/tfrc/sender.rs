@@ -182,6 +182,18 @@ impl TfrcSender {
         self.next_send = now + self.interval(self.s as u32);
     }
 
+    /// The application passed the send opportunity at `now` although it
+    /// has data, by its own allocation (MSB's per-frame budget, which is a
+    /// share of `X`): the next opportunity comes one packet interval later,
+    /// and the interval is *not* data-limited. An application whose use is
+    /// proportional to `X` is rate-adaptive, not data-limited; counting its
+    /// passes as declines would cut `X` to 0.85 of the receive rate at
+    /// every loss event, which the application then follows down to the
+    /// minimum rate (see docs/transport.md).
+    pub fn on_skipped(&mut self, now: Time) {
+        self.next_send = now + self.interval(self.s as u32);
+    }
+
     fn interval(&self, bytes: u32) -> Duration {
         Duration::from_secs_f64(f64::from(bytes) / self.x_inst())
     }

@@ -26,7 +26,7 @@ pub const TFRC_FEEDBACK_LEN: usize = COMMON_HEADER_LEN + 36;
 const FLAG_BREAK_SS: u8 = 1;
 
 /// Check the common header is `ty` and the packet at least `len` bytes.
-fn expect(buf: &[u8], ty: PacketType, len: usize) -> Result<FlowId, WireError> {
+pub(crate) fn expect(buf: &[u8], ty: PacketType, len: usize) -> Result<FlowId, WireError> {
     let common = CommonHeader::parse(buf)?;
     if common.packet_type != ty {
         return Err(WireError::WrongType {
@@ -45,7 +45,7 @@ fn expect(buf: &[u8], ty: PacketType, len: usize) -> Result<FlowId, WireError> {
 
 /// A buffer of `len` bytes starting with the common header of `ty` and
 /// `flow`; the caller appends the rest.
-fn start(ty: PacketType, flow: FlowId, len: usize) -> Vec<u8> {
+pub(crate) fn start(ty: PacketType, flow: FlowId, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len);
     let mut common = [0u8; COMMON_HEADER_LEN];
     CommonHeader { packet_type: ty }.emit(&mut common);
