@@ -45,6 +45,27 @@ fn router(net: &mut Network, name: &str) -> NodeId {
 
 const FAST: u64 = 1_000_000;
 
+/// A simulator of `net` with the layered stream S -> D (through the
+/// booster B if `booster`) from 1 s to `secs`; returns it and its end.
+fn with_stream(
+    net: Network,
+    [s, b, d]: [NodeId; 3],
+    booster: bool,
+    retransmit: bool,
+    secs: u64,
+) -> (Sim, Time) {
+    let mut sim = Sim::new(net, 1);
+    let end = Time::from_secs(secs);
+    let stream = LayeredConfig {
+        retransmit,
+        ..LayeredConfig::default()
+    };
+    let via: &[NodeId] = if booster { &[b] } else { &[] };
+    sim.add_layered("video", s, via, d, stream, (Time::from_secs(1), end))
+        .expect("adds");
+    (sim, end)
+}
+
 /// Scenario I (Fig. 5): the stream S -> D and `tcps` TCP flows T -> U share
 /// the 5 Mbit/s bottleneck R1 -> R2; everything before R1 is `at_ms` of
 /// propagation from its source, everything after R2 is `100 - at_ms`. The
@@ -74,15 +95,7 @@ fn scenario1(at_ms: u64, booster: bool, retransmit: bool, tcps: usize, secs: u64
         .expect("fresh");
     net.add_duplex(r2, u, link(FAST, after, 10_000))
         .expect("fresh");
-    let mut sim = Sim::new(net, 1);
-    let end = Time::from_secs(secs);
-    let stream = LayeredConfig {
-        retransmit,
-        ..LayeredConfig::default()
-    };
-    let via: &[NodeId] = if booster { &[b] } else { &[] };
-    sim.add_layered("video", s, via, d, stream, (Time::from_secs(1), end))
-        .expect("adds");
+    let (mut sim, end) = with_stream(net, [s, b, d], booster, retransmit, secs);
     for i in 0..tcps {
         let start = Time::from_millis(100 * i as u64);
         sim.add_tcp(&format!("tcp{i}"), t, u, tcp(), (start, end))
@@ -115,15 +128,7 @@ fn scenario2(booster: bool, k0: u32, k1: Option<u32>, secs: u64) -> RunStats {
     let (rd, _) = net
         .add_duplex(r, d, link(10_000, 50_000, 1000))
         .expect("fresh");
-    let mut sim = Sim::new(net, 1);
-    let end = Time::from_secs(secs);
-    let stream = LayeredConfig {
-        retransmit: false,
-        ..LayeredConfig::default()
-    };
-    let via: &[NodeId] = if booster { &[b] } else { &[] };
-    sim.add_layered("video", s, via, d, stream, (Time::from_secs(1), end))
-        .expect("adds");
+    let (mut sim, end) = with_stream(net, [s, b, d], booster, false, secs);
     sim.schedule(Time::ZERO, Action::DropEvery(rd, Some(k0)))
         .expect("ok");
     sim.schedule(Time::from_secs(150), Action::DropEvery(rd, k1))
@@ -165,15 +170,7 @@ fn scenario3(at_ms: u64, booster: bool, retransmit: bool, secs: u64) -> RunStats
         .expect("fresh");
     net.add_duplex(r3, u2, link(FAST, after, 10_000))
         .expect("fresh");
-    let mut sim = Sim::new(net, 1);
-    let end = Time::from_secs(secs);
-    let stream = LayeredConfig {
-        retransmit,
-        ..LayeredConfig::default()
-    };
-    let via: &[NodeId] = if booster { &[b] } else { &[] };
-    sim.add_layered("video", s, via, d, stream, (Time::from_secs(1), end))
-        .expect("adds");
+    let (mut sim, end) = with_stream(net, [s, b, d], booster, retransmit, secs);
     for i in 0..10 {
         let start = Time::from_millis(100 * i as u64);
         sim.add_tcp(&format!("a{i}"), t1, u1, tcp(), (start, end))
