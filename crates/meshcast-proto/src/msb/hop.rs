@@ -2,8 +2,8 @@
 //! TFRC sender) and the receiving end (TFRC receiver, NACKs).
 
 use super::LayeredConfig;
-use super::wire::{Control, MAX_NACK_SEQS, MediaHeader, emit_control};
-use crate::transport::wire::{emit_tfrc_data, emit_tfrc_feedback};
+use super::wire::{Control, MAX_NACK_SEQS, MEDIA_HEADER_LEN, MediaHeader, emit_control};
+use crate::transport::wire::{TFRC_DATA_HEADER_LEN, emit_tfrc_data, emit_tfrc_feedback};
 use meshcast_control::tfrc::{
     DataInfo, Feedback, Mode, ReceiverConfig, SenderConfig, TfrcReceiver, TfrcSender,
 };
@@ -129,10 +129,10 @@ impl HopSender {
         self.tx.rtt().unwrap_or(Duration::ZERO) + self.downstream_rtt
     }
 
-    /// Eq. (7): a packet sent now can still arrive before `deadline`.
-    fn in_time(&self, now: Time, deadline: Time) -> bool {
-        let half = Duration::from_nanos(self.rtt_to_receiver().as_nanos() / 2);
-        now + half < deadline
+    /// Eq. (7): when a packet sent at `now` reaches the receiver
+    /// (`now + RTT_{i,n}/2`); it is in time if that is before its deadline.
+    fn arrival(&self, now: Time) -> Time {
+        now + Duration::from_nanos(self.rtt_to_receiver().as_nanos() / 2)
     }
 
     /// The secure level `S = β·A`.
@@ -158,7 +158,7 @@ impl HopSender {
     pub(crate) fn on_nack(&mut self, now: Time, seqs: &[u64]) {
         for seq in seqs {
             match self.pktbuf.remove(seq) {
-                Some(mut p) if self.in_time(now, p.h.deadline) => {
+                Some(mut p) if self.arrival(now) < p.h.deadline => {
                     p.h.retx = p.h.retx.saturating_add(1);
                     self.rexmitq.insert(key(&p.h), p);
                 }
@@ -208,14 +208,14 @@ impl HopSender {
     /// deadline, or (in `xmitq`) of a frame before the current one.
     fn purge(&mut self, now: Time) {
         let before = self.xmitq.len() + self.rexmitq.len();
-        let half = Duration::from_nanos(self.rtt_to_receiver().as_nanos() / 2);
+        let at = self.arrival(now);
         let f = self.frame;
         self.xmitq
-            .retain(|_, p| now + half < p.h.deadline && f.is_none_or(|f| p.h.frame >= f));
-        self.rexmitq.retain(|_, p| now + half < p.h.deadline);
+            .retain(|_, p| at < p.h.deadline && f.is_none_or(|f| p.h.frame >= f));
+        self.rexmitq.retain(|_, p| at < p.h.deadline);
         self.counters.dropped += (before - self.xmitq.len() - self.rexmitq.len()) as u64;
         while let Some(e) = self.pktbuf.first_entry() {
-            if now + half < e.get().h.deadline {
+            if at < e.get().h.deadline {
                 break;
             }
             e.remove();
@@ -321,12 +321,13 @@ impl HopSender {
                     continue;
                 }
             };
-            let mut body = Vec::with_capacity(super::wire::MEDIA_HEADER_LEN + pkt.media.len());
-            pkt.h.emit(&mut body);
-            body.extend_from_slice(&pkt.media);
-            let len = crate::transport::wire::TFRC_DATA_HEADER_LEN + body.len();
+            let len = TFRC_DATA_HEADER_LEN + MEDIA_HEADER_LEN + pkt.media.len();
             let info: DataInfo = self.tx.on_sent(now, len as u32);
-            let payload = emit_tfrc_data(self.flow, &info, &body);
+            // One buffer: the TFRC header, then the MSB header and media.
+            let mut payload = emit_tfrc_data(self.flow, &info, &[]);
+            payload.reserve_exact(len - payload.len());
+            pkt.h.emit(&mut payload);
+            payload.extend_from_slice(&pkt.media);
             if retx {
                 self.counters.retransmitted += 1;
             } else {

@@ -3,7 +3,7 @@
 use super::LayeredConfig;
 use super::hop::{HopCounters, HopReceiver, HopSender, MediaPkt};
 use super::wire::{Control, MediaHeader, emit_control, parse_control};
-use crate::transport::wire::{TFRC_DATA_HEADER_LEN, parse_tfrc_data, parse_tfrc_feedback};
+use crate::transport::wire::{parse_tfrc_data, parse_tfrc_feedback};
 use crate::wire::{CommonHeader, PacketType};
 use meshcast_control::tfrc::TfrcSender;
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Time, Transmit};
@@ -380,7 +380,7 @@ impl MsbReceiver {
 
 impl Endpoint for MsbReceiver {
     fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
-        if from != self.hop.from() || payload.len() < TFRC_DATA_HEADER_LEN {
+        if from != self.hop.from() {
             return;
         }
         if let Some(p) = receive_media(&mut self.hop, self.flow, now, payload) {
