@@ -2,8 +2,10 @@
 
 use crate::conference::{CONFERENCE_PORT, Conference, presence};
 use crate::scenario::{EventKind, Scenario};
+use meshcast_control::tcp::TcpConfig;
 use meshcast_core::{Addr, Endpoint, FlowId, NodeId, Time};
 use meshcast_proto::celerity::{CelerityConfig, CelerityPeer};
+use meshcast_proto::transport::tfrc::Supply;
 use meshcast_sim::{Action, LinkId, Membership, Network, NetworkError, Sim, SimError};
 use thiserror::Error;
 
@@ -134,6 +136,16 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
     if let Some(c) = &sc.conference {
         add_conference(&mut sim, sc, c)?;
     }
+    if let Some(l) = &sc.layered {
+        let net = sim.network();
+        let (src, dst) = (node(net, &l.source)?, node(net, &l.receiver)?);
+        let via = match &l.booster {
+            Some(b) => vec![node(net, b)?],
+            None => Vec::new(),
+        };
+        let span = (at(l.start_s), at(l.until_s));
+        sim.add_layered(&l.id, src, &via, dst, l.stream, span)?;
+    }
     let dirs = |link: usize| directions.get(link).ok_or(BuildError::UnknownLink(link));
     for e in &sc.events {
         let t = at(e.at_s);
@@ -150,6 +162,43 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
                 let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
                 let span = (t, at(*until_s));
                 sim.add_traffic(id, f, d, *pattern, *rate, *packet_bytes, span, sc.seed)?;
+            }
+            EventKind::Tcp {
+                id,
+                from,
+                to,
+                segment_bytes,
+                until_s,
+            } => {
+                let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
+                let tcp = TcpConfig {
+                    segment_bytes: *segment_bytes,
+                    ..TcpConfig::default()
+                };
+                sim.add_tcp(id, f, d, tcp, (t, at(*until_s)))?;
+            }
+            EventKind::Tfrc {
+                id,
+                from,
+                to,
+                packet_bytes,
+                rate,
+                until_s,
+            } => {
+                let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
+                let supply = rate.map_or(Supply::Bulk, Supply::Rate);
+                sim.add_tfrc(id, f, d, supply, *packet_bytes, (t, at(*until_s)))?;
+            }
+            EventKind::DropEvery {
+                link,
+                reverse,
+                every,
+            } => {
+                let l = dirs(*link)?
+                    .get(usize::from(*reverse))
+                    .copied()
+                    .ok_or(BuildError::UnknownLink(*link))?;
+                sim.schedule(t, Action::DropEvery(l, *every))?;
             }
             EventKind::LinkDown { link } => {
                 for &l in dirs(*link)? {

@@ -3,6 +3,8 @@
 
 pub mod build;
 pub mod conference;
+pub mod layered;
 pub mod overrides;
 pub mod report;
 pub mod scenario;
+pub mod sweep;

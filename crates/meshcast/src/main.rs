@@ -1,7 +1,8 @@
 //! The `meshcast` command.
 //!
 //! `meshcast run SCENARIO` runs a scenario in the deterministic simulator
-//! and writes its report. Exit status: 0 on success, 2 for bad input (a
+//! and writes its report; `meshcast sweep SCENARIO --vary KEY=V1,V2,...`
+//! runs it over a grid of values and plots the figures against them. Exit status: 0 on success, 2 for bad input (a
 //! scenario or option that cannot be used; nothing is written), 1 when the
 //! run could not write its outputs.
 
@@ -32,6 +33,9 @@ struct Cli {
 enum Command {
     /// Run a scenario in the simulator and write its report.
     Run(RunArgs),
+    /// Run a scenario over a grid of values (`--vary KEY=V1,V2,...`) and
+    /// plot its figures against the first varied key.
+    Sweep(SweepArgs),
     /// Print the central optimum of a conference scenario's sessions (kbit/s
     /// per participant, for each delivery scheme) as JSON.
     Optimum(OptimumArgs),
@@ -73,6 +77,80 @@ fn optimum(args: OptimumArgs) -> Result<(), Failure> {
         error: error.into(),
     })?;
     println!("{json}");
+    Ok(())
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// The scenario file (TOML; docs/scenario-format.md).
+    scenario: PathBuf,
+    /// A key and its values, e.g. `--vary layered.booster.at_ms=10,50,90`
+    /// (repeatable: the grid is the cartesian product; the plots' x axis
+    /// is the first key).
+    #[arg(long = "vary", value_name = "KEY=V1,V2,...", required = true)]
+    vary: Vec<meshcast::sweep::Vary>,
+    /// Override a scenario value at every point (as for `run`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<Override>,
+    /// Run every point with this seed instead of the scenario's (vary
+    /// `seed` to repeat over seeds).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Where to write the sweep [default: out/<scenario name>-sweep/].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Runs at once [default: the number of cores].
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Print sweep.json to stdout instead of the table (no progress).
+    #[arg(long)]
+    json: bool,
+}
+
+fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    use meshcast::sweep;
+    let scenarios =
+        sweep::check(&args.scenario, &args.sets, &args.vary, args.seed).map_err(bad_input)?;
+    let name = scenarios
+        .first()
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(format!("{name}-sweep")));
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    if jobs == 0 {
+        return Err(bad_input(anyhow::anyhow!("--jobs must be at least 1")));
+    }
+    let quiet = args.json;
+    let keys: Vec<&str> = args.vary.iter().map(|v| v.key.as_str()).collect();
+    let progress = |done: usize, total: usize, values: &[String]| {
+        if !quiet {
+            let point: Vec<String> = keys
+                .iter()
+                .zip(values)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            eprintln!("[{done}/{total}] {}", point.join(" "));
+        }
+    };
+    let failed = |error: anyhow::Error| Failure { status: 1, error };
+    let result =
+        sweep::run(&name, &scenarios, &args.sets, &args.vary, jobs, &progress).map_err(failed)?;
+    let plots = sweep::write(&out, &result).map_err(failed)?;
+    if args.json {
+        let json = serde_json::to_string_pretty(&result).map_err(|e| failed(e.into()))?;
+        println!("{json}");
+    } else {
+        print!("{}", sweep::sweep_table(&result));
+        println!(
+            "sweep written to {} ({plots} plots)",
+            out.join("sweep.json").display()
+        );
+    }
     Ok(())
 }
 
@@ -166,6 +244,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Sweep(args) => sweep(args),
         Command::Optimum(args) => optimum(args),
     };
     match result {

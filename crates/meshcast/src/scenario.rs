@@ -8,7 +8,8 @@
 use crate::overrides::{self, Override};
 use meshcast_core::{Duration, Rate};
 use meshcast_proto::traffic::{MAX_PACKET_BYTES, Pattern, PeriodDistribution, TRAFFIC_HEADER_LEN};
-use meshcast_sim::{LinkParams, NodeKind, QueueLimit};
+use meshcast_proto::transport::wire::{TCP_SEGMENT_HEADER_LEN, TFRC_DATA_HEADER_LEN};
+use meshcast_sim::{LinkParams, NodeKind, QueueLimit, Red};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -66,6 +67,7 @@ struct RawScenario {
     event: Vec<Spanned<RawEvent>>,
     report: Option<RawReport>,
     conference: Option<crate::conference::RawConference>,
+    layered: Option<crate::layered::RawLayered>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +88,25 @@ struct RawLink {
     queue_bytes: Option<Spanned<i64>>,
     loss: Option<Spanned<f64>>,
     both_ways: Option<bool>,
+    red: Option<Spanned<RawRed>>,
+}
+
+/// `red = true` (ns-2's defaults), `red = false`, or a table overriding
+/// some of the parameters.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawRed {
+    On(bool),
+    Params(RawRedParams),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRedParams {
+    min_th: Option<f64>,
+    max_th: Option<f64>,
+    max_p: Option<f64>,
+    w_q: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -106,6 +127,9 @@ struct RawEvent {
     off_ms: Option<Spanned<f64>>,
     distribution: Option<Spanned<String>>,
     pareto_shape: Option<Spanned<f64>>,
+    count: Option<Spanned<i64>>,
+    start_gap_ms: Option<Spanned<f64>>,
+    every: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +187,44 @@ pub enum EventKind {
         until_s: f64,
         /// Sending pattern.
         pattern: Pattern,
+    },
+    /// A TCP NewReno bulk flow (`tcp`).
+    Tcp {
+        /// Flow id in reports.
+        id: String,
+        /// Source node.
+        from: String,
+        /// Destination node.
+        to: String,
+        /// Segment size (the whole UDP payload), bytes.
+        segment_bytes: u32,
+        /// Stop time, seconds.
+        until_s: f64,
+    },
+    /// A TFRC flow (`tfrc`): bulk, or an application sending at most `rate`.
+    Tfrc {
+        /// Flow id in reports.
+        id: String,
+        /// Source node.
+        from: String,
+        /// Destination node.
+        to: String,
+        /// UDP payload bytes per packet.
+        packet_bytes: u32,
+        /// The application's rate (`None`: as fast as TFRC allows).
+        rate: Option<Rate>,
+        /// Stop time, seconds.
+        until_s: f64,
+    },
+    /// One direction of a link drops every `every`-th packet from now on
+    /// (`None`: stops dropping).
+    DropEvery {
+        /// Index of the link in [`Scenario::links`].
+        link: usize,
+        /// Whether the direction is `to -> from` of the declared link.
+        reverse: bool,
+        /// The period, at least 2.
+        every: Option<u32>,
     },
     /// The link goes down (both directions if declared both ways).
     LinkDown {
@@ -223,6 +285,8 @@ pub struct Scenario {
     pub windows: Vec<(u64, u64)>,
     /// The conference running over the underlay, if any.
     pub conference: Option<crate::conference::Conference>,
+    /// The layered (MSB) stream, if any.
+    pub layered: Option<crate::layered::Layered>,
 }
 
 /// Maps byte offsets of the (possibly overridden) text to places in the
@@ -429,6 +493,10 @@ impl Scenario {
                 },
                 (packets, bytes) => QueueLimit { packets, bytes },
             };
+            let red = match &l.red {
+                None => None,
+                Some(r) => red_params(r, loc, &f("red"))?,
+            };
             let both_ways = l.both_ways.unwrap_or(true);
             let mut pairs = vec![(from.clone(), to.clone())];
             if both_ways {
@@ -451,7 +519,7 @@ impl Scenario {
                     delay: Duration::from_secs_f64(delay_ms / 1e3),
                     queue,
                     loss,
-                    red: None,
+                    red,
                 },
                 both_ways,
             });
@@ -460,16 +528,31 @@ impl Scenario {
         let mut events = Vec::new();
         let mut flow_ids: HashMap<String, usize> = HashMap::new();
         for (i, e) in raw.event.iter().enumerate() {
-            events.push(parse_event(
+            events.extend(parse_event(
                 i,
                 e,
                 duration_s,
                 loc,
                 &node_ref,
                 &directed,
+                &links,
                 &mut flow_ids,
             )?);
         }
+
+        let layered = match &raw.layered {
+            None => None,
+            Some(l) => {
+                let cx = crate::layered::Context {
+                    loc,
+                    node_ref: &node_ref,
+                    duration_s,
+                    directed: &directed,
+                    flow_ids: &flow_ids,
+                };
+                Some(crate::layered::check(l, &cx, &mut links)?)
+            }
+        };
 
         let mut windows = Vec::new();
         for (i, w) in raw.report.iter().flat_map(|r| r.window.iter()).enumerate() {
@@ -503,6 +586,7 @@ impl Scenario {
 
         Ok(Scenario {
             conference,
+            layered,
             name,
             description: raw.description,
             duration_s,
@@ -515,10 +599,51 @@ impl Scenario {
     }
 }
 
+/// A link's `red` field: `None` for drop-tail.
+fn red_params(
+    r: &Spanned<RawRed>,
+    loc: &Locator<'_>,
+    field: &str,
+) -> Result<Option<Red>, ScenarioError> {
+    let d = Red::default();
+    let red = match r.get_ref() {
+        RawRed::On(false) => return Ok(None),
+        RawRed::On(true) => d,
+        RawRed::Params(p) => Red {
+            min_th: p.min_th.unwrap_or(d.min_th),
+            max_th: p.max_th.unwrap_or(d.max_th),
+            max_p: p.max_p.unwrap_or(d.max_p),
+            w_q: p.w_q.unwrap_or(d.w_q),
+        },
+    };
+    if red.is_valid() {
+        Ok(Some(red))
+    } else {
+        Err(loc.err(
+            r.span(),
+            field,
+            "needs 0 <= min_th < max_th, 0 < max_p <= 1 and 0 < w_q <= 1",
+        ))
+    }
+}
+
 /// Resolves a node name field to a declared node id.
 pub(crate) type NodeRef<'a> = dyn Fn(&Spanned<String>, &str) -> Result<String, ScenarioError> + 'a;
 
-const TRAFFIC_FIELDS: &[&str] = &["id", "from", "to", "rate_kbps", "packet_bytes", "until_s"];
+/// Fields every flow event takes.
+const FLOW_FIELDS: &[&str] = &["id", "from", "to", "packet_bytes", "until_s"];
+
+/// The parts every flow event (`cbr`, `onoff`, `tcp`, `tfrc`) shares.
+struct FlowCommon {
+    from: String,
+    to: String,
+    packet_bytes: u32,
+    until_s: f64,
+    /// One id per flow the event starts (several with `count`).
+    ids: Vec<String>,
+    /// Start of each flow, seconds.
+    starts: Vec<f64>,
+}
 
 #[allow(clippy::too_many_arguments)]
 fn parse_event(
@@ -528,8 +653,9 @@ fn parse_event(
     loc: &Locator<'_>,
     node_ref: &NodeRef<'_>,
     directed: &BTreeMap<(String, String), usize>,
+    links: &[LinkDecl],
     flow_ids: &mut HashMap<String, usize>,
-) -> Result<EventDecl, ScenarioError> {
+) -> Result<Vec<EventDecl>, ScenarioError> {
     let ev = e.get_ref();
     let f = |k: &str| format!("event[{i}].{k}");
     let at_s = *ev.at_s.get_ref();
@@ -543,12 +669,21 @@ fn parse_event(
     let kind = ev.kind.get_ref().as_str();
     // Which optional fields each kind takes.
     let allowed: Vec<&str> = match kind {
-        "cbr" => [TRAFFIC_FIELDS, &["spacing"]].concat(),
+        "cbr" => [FLOW_FIELDS, &["rate_kbps", "spacing"]].concat(),
         "onoff" => [
-            TRAFFIC_FIELDS,
-            &["on_ms", "off_ms", "distribution", "pareto_shape"],
+            FLOW_FIELDS,
+            &[
+                "rate_kbps",
+                "on_ms",
+                "off_ms",
+                "distribution",
+                "pareto_shape",
+            ],
         ]
         .concat(),
+        "tcp" => [FLOW_FIELDS, &["count", "start_gap_ms"]].concat(),
+        "tfrc" => [FLOW_FIELDS, &["rate_kbps", "count", "start_gap_ms"]].concat(),
+        "drop_every" => vec!["from", "to", "every"],
         "link_down" | "link_up" => vec!["from", "to"],
         "capacity" => vec!["from", "to", "capacity_kbps"],
         "join" | "leave" => vec!["node"],
@@ -557,13 +692,13 @@ fn parse_event(
                 ev.kind.span(),
                 &f("kind"),
                 format!(
-                    "unknown event kind {other:?} (expected cbr, onoff, link_down, link_up, \
-                     capacity, join or leave)"
+                    "unknown event kind {other:?} (expected cbr, onoff, tcp, tfrc, drop_every, \
+                     link_down, link_up, capacity, join or leave)"
                 ),
             ));
         }
     };
-    let present: [(&str, Option<Range<usize>>); 13] = [
+    let present: [(&str, Option<Range<usize>>); 16] = [
         ("id", ev.id.as_ref().map(Spanned::span)),
         ("from", ev.from.as_ref().map(Spanned::span)),
         ("to", ev.to.as_ref().map(Spanned::span)),
@@ -580,6 +715,9 @@ fn parse_event(
         ("off_ms", ev.off_ms.as_ref().map(Spanned::span)),
         ("distribution", ev.distribution.as_ref().map(Spanned::span)),
         ("pareto_shape", ev.pareto_shape.as_ref().map(Spanned::span)),
+        ("count", ev.count.as_ref().map(Spanned::span)),
+        ("start_gap_ms", ev.start_gap_ms.as_ref().map(Spanned::span)),
+        ("every", ev.every.as_ref().map(Spanned::span)),
     ];
     for (name, span) in &present {
         if let Some(span) = span
@@ -592,76 +730,145 @@ fn parse_event(
             ));
         }
     }
+    let missing = |k: &str| {
+        loc.err(
+            e.span(),
+            &f(k),
+            format!("missing field {k:?} for kind {kind:?}"),
+        )
+    };
     let required = |v: &Option<Spanned<String>>, k: &str| -> Result<String, ScenarioError> {
         match v {
             Some(s) => node_ref(s, &f(k)),
-            None => Err(loc.err(
-                e.span(),
-                &f(k),
-                format!("missing field {k:?} for kind {kind:?}"),
-            )),
+            None => Err(missing(k)),
+        }
+    };
+    let positive_opt = |v: &Option<Spanned<f64>>, k: &str| -> Result<Option<f64>, ScenarioError> {
+        match v {
+            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(Some(*s.get_ref())),
+            Some(s) => Err(loc.err(s.span(), &f(k), "must be a positive number")),
+            None => Ok(None),
         }
     };
     let positive = |v: &Option<Spanned<f64>>, k: &str| -> Result<f64, ScenarioError> {
-        match v {
-            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(*s.get_ref()),
-            Some(s) => Err(loc.err(s.span(), &f(k), "must be a positive number")),
-            None => Err(loc.err(
-                e.span(),
-                &f(k),
-                format!("missing field {k:?} for kind {kind:?}"),
-            )),
-        }
+        positive_opt(v, k)?.ok_or_else(|| missing(k))
     };
+    let to_span = || ev.to.as_ref().map_or(e.span(), Spanned::span);
     // The declared link an event names (its index in `Scenario::links`).
     let link_ends = |from: &str, to: &str| -> Result<usize, ScenarioError> {
-        if let Some(&i) = directed.get(&(from.to_owned(), to.to_owned())) {
-            Ok(i)
-        } else {
-            let span = ev.to.as_ref().map_or(e.span(), Spanned::span);
-            Err(loc.err(span, &f("to"), format!("no link {from} -> {to}")))
-        }
+        directed
+            .get(&(from.to_owned(), to.to_owned()))
+            .copied()
+            .ok_or_else(|| loc.err(to_span(), &f("to"), format!("no link {from} -> {to}")))
     };
-    let kind = match kind {
-        "cbr" | "onoff" => {
-            let from = required(&ev.from, "from")?;
-            let to = required(&ev.to, "to")?;
-            if from == to {
+    let mut flow_common = |min_bytes: usize| -> Result<FlowCommon, ScenarioError> {
+        let from = required(&ev.from, "from")?;
+        let to = required(&ev.to, "to")?;
+        if from == to {
+            return Err(loc.err(to_span(), &f("to"), "traffic from a node to itself"));
+        }
+        let packet_bytes = match &ev.packet_bytes {
+            None => 1000,
+            Some(p) => u32::try_from(*p.get_ref())
+                .ok()
+                .filter(|b| (min_bytes as u32..=MAX_PACKET_BYTES).contains(b))
+                .ok_or_else(|| {
+                    loc.err(
+                        p.span(),
+                        &f("packet_bytes"),
+                        format!("must be within {min_bytes}..={MAX_PACKET_BYTES}"),
+                    )
+                })?,
+        };
+        let until_s = match &ev.until_s {
+            None => duration_s,
+            Some(u) => {
+                let v = *u.get_ref();
+                if !(v.is_finite() && v > at_s && v <= duration_s) {
+                    return Err(loc.err(
+                        u.span(),
+                        &f("until_s"),
+                        format!("must be after at_s and within the run (<= {duration_s})"),
+                    ));
+                }
+                v
+            }
+        };
+        let count = match &ev.count {
+            None => 1,
+            Some(c) => usize::try_from(*c.get_ref())
+                .ok()
+                .filter(|&c| (1..=10_000).contains(&c))
+                .ok_or_else(|| loc.err(c.span(), &f("count"), "must be within 1..=10000"))?,
+        };
+        let gap_s = match &ev.start_gap_ms {
+            None => 0.0,
+            Some(g) if g.get_ref().is_finite() && *g.get_ref() >= 0.0 => *g.get_ref() / 1e3,
+            Some(g) => {
+                return Err(loc.err(g.span(), &f("start_gap_ms"), "must be a number >= 0"));
+            }
+        };
+        let starts: Vec<f64> = (0..count).map(|k| at_s + k as f64 * gap_s).collect();
+        if starts.last().is_some_and(|&t| t >= until_s) {
+            let span = ev.start_gap_ms.as_ref().map_or(e.span(), Spanned::span);
+            return Err(loc.err(
+                span,
+                &f("start_gap_ms"),
+                format!("the last of the {count} flows would start after until_s ({until_s})"),
+            ));
+        }
+        let base = match &ev.id {
+            Some(s) if !s.get_ref().trim().is_empty() => Some(s.get_ref().trim().to_owned()),
+            Some(s) => return Err(loc.err(s.span(), &f("id"), "must not be empty")),
+            None => None,
+        };
+        let ids: Vec<String> = match (base, count) {
+            (Some(id), 1) => vec![id],
+            (Some(id), n) => (1..=n).map(|k| format!("{id}#{k}")).collect(),
+            (None, n) => {
+                // `KIND:FROM->TO`, then `#2`, `#3`... on repeats.
+                let base = format!("{kind}:{from}->{to}");
+                let mut ids = Vec::with_capacity(n);
+                let mut k = 1;
+                while ids.len() < n {
+                    let id = if k == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base}#{k}")
+                    };
+                    if !flow_ids.contains_key(&id) {
+                        ids.push(id);
+                    }
+                    k += 1;
+                }
+                ids
+            }
+        };
+        for id in &ids {
+            if let Some(j) = flow_ids.insert(id.clone(), i) {
+                let span = ev.id.as_ref().map_or(e.span(), Spanned::span);
                 return Err(loc.err(
-                    ev.to.as_ref().map_or(e.span(), Spanned::span),
-                    &f("to"),
-                    "traffic from a node to itself",
+                    span,
+                    &f("id"),
+                    format!("flow id {id:?} already used by event[{j}]"),
                 ));
             }
+        }
+        Ok(FlowCommon {
+            from,
+            to,
+            packet_bytes,
+            until_s,
+            ids,
+            starts,
+        })
+    };
+    let one = |kind| Ok(vec![EventDecl { at_s, kind }]);
+    match kind {
+        "cbr" | "onoff" => {
+            let c = flow_common(TRAFFIC_HEADER_LEN)?;
             let rate = positive(&ev.rate_kbps, "rate_kbps")?;
-            let packet_bytes = match &ev.packet_bytes {
-                None => 1000,
-                Some(p) => u32::try_from(*p.get_ref())
-                    .ok()
-                    .filter(|b| (TRAFFIC_HEADER_LEN as u32..=MAX_PACKET_BYTES).contains(b))
-                    .ok_or_else(|| {
-                        loc.err(
-                            p.span(),
-                            &f("packet_bytes"),
-                            format!("must be within {TRAFFIC_HEADER_LEN}..={MAX_PACKET_BYTES}"),
-                        )
-                    })?,
-            };
-            let until_s = match &ev.until_s {
-                None => duration_s,
-                Some(u) => {
-                    let v = *u.get_ref();
-                    if !(v.is_finite() && v > at_s && v <= duration_s) {
-                        return Err(loc.err(
-                            u.span(),
-                            &f("until_s"),
-                            format!("must be after at_s and within the run (<= {duration_s})"),
-                        ));
-                    }
-                    v
-                }
-            };
-            let pattern = if ev.kind.get_ref() == "cbr" {
+            let pattern = if kind == "cbr" {
                 match ev
                     .spacing
                     .as_ref()
@@ -728,61 +935,100 @@ fn parse_event(
                     distribution,
                 }
             };
-            let id = match &ev.id {
-                Some(s) if !s.get_ref().trim().is_empty() => s.get_ref().trim().to_owned(),
-                Some(s) => return Err(loc.err(s.span(), &f("id"), "must not be empty")),
-                None => {
-                    let base = format!("{}:{from}->{to}", ev.kind.get_ref());
-                    let mut id = base.clone();
-                    let mut k = 2;
-                    while flow_ids.contains_key(&id) {
-                        id = format!("{base}#{k}");
-                        k += 1;
-                    }
-                    id
-                }
-            };
-            if let Some(j) = flow_ids.insert(id.clone(), i) {
-                let span = ev.id.as_ref().map_or(e.span(), Spanned::span);
-                return Err(loc.err(
-                    span,
-                    &f("id"),
-                    format!("flow id {id:?} already used by event[{j}]"),
-                ));
-            }
-            EventKind::Traffic {
+            let [id] = <[String; 1]>::try_from(c.ids).expect("one flow without count");
+            one(EventKind::Traffic {
                 id,
-                from,
-                to,
+                from: c.from,
+                to: c.to,
                 rate: Rate::from_kbps_f64(rate),
-                packet_bytes,
-                until_s,
+                packet_bytes: c.packet_bytes,
+                until_s: c.until_s,
                 pattern,
-            }
+            })
+        }
+        "tcp" | "tfrc" => {
+            let tcp = kind == "tcp";
+            let min = if tcp {
+                TCP_SEGMENT_HEADER_LEN
+            } else {
+                TFRC_DATA_HEADER_LEN
+            };
+            let c = flow_common(min)?;
+            let rate = positive_opt(&ev.rate_kbps, "rate_kbps")?.map(Rate::from_kbps_f64);
+            Ok(c.ids
+                .into_iter()
+                .zip(c.starts)
+                .map(|(id, at_s)| {
+                    let (from, to, until_s) = (c.from.clone(), c.to.clone(), c.until_s);
+                    let kind = if tcp {
+                        EventKind::Tcp {
+                            id,
+                            from,
+                            to,
+                            segment_bytes: c.packet_bytes,
+                            until_s,
+                        }
+                    } else {
+                        EventKind::Tfrc {
+                            id,
+                            from,
+                            to,
+                            packet_bytes: c.packet_bytes,
+                            rate,
+                            until_s,
+                        }
+                    };
+                    EventDecl { at_s, kind }
+                })
+                .collect())
+        }
+        "drop_every" => {
+            let from = required(&ev.from, "from")?;
+            let to = required(&ev.to, "to")?;
+            let link = link_ends(&from, &to)?;
+            let every = match &ev.every {
+                None => return Err(missing("every")),
+                Some(k) => match *k.get_ref() {
+                    0 => None,
+                    k2 @ 2..=0xFFFF_FFFF => Some(k2 as u32),
+                    _ => {
+                        return Err(loc.err(
+                            k.span(),
+                            &f("every"),
+                            "must be 0 (stop dropping) or an integer >= 2",
+                        ));
+                    }
+                },
+            };
+            let reverse = links[link].from != from;
+            one(EventKind::DropEvery {
+                link,
+                reverse,
+                every,
+            })
         }
         "link_down" | "link_up" | "capacity" => {
             let from = required(&ev.from, "from")?;
             let to = required(&ev.to, "to")?;
             let link = link_ends(&from, &to)?;
-            match kind {
+            one(match kind {
                 "link_down" => EventKind::LinkDown { link },
                 "link_up" => EventKind::LinkUp { link },
                 _ => EventKind::Capacity {
                     rate: Rate::from_kbps_f64(positive(&ev.capacity_kbps, "capacity_kbps")?),
                     link,
                 },
-            }
+            })
         }
         _ => {
             let node = required(&ev.node, "node")?;
-            if kind == "join" {
+            one(if kind == "join" {
                 EventKind::Join { node }
             } else {
                 EventKind::Leave { node }
-            }
+            })
         }
-    };
-    Ok(EventDecl { at_s, kind })
+    }
 }
 
 #[cfg(test)]

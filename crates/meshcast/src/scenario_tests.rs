@@ -169,3 +169,170 @@ fn overrides_apply_and_are_blamed() {
     .unwrap_err();
     assert_eq!((e.line, e.field.as_str()), (32, "event[0].until_s"));
 }
+
+/// GOOD plus the parts the MSB scenarios use: a RED link, TCP and TFRC
+/// flows, periodic drops and a layered stream through a booster.
+fn msb_text(extra: &str) -> String {
+    GOOD.replace("both_ways = true\n", "both_ways = true\nred = true\n")
+        + r#"[[node]]
+id = "B"
+kind = "host"
+[[link]]
+from = "B"
+to = "E"
+capacity_kbps = 1000
+[[event]]
+at_s = 1
+kind = "tcp"
+from = "A"
+to = "C"
+count = 3
+start_gap_ms = 500
+[[event]]
+at_s = 2
+kind = "tfrc"
+id = "t"
+from = "C"
+to = "A"
+rate_kbps = 300
+packet_bytes = 500
+[[event]]
+at_s = 3
+kind = "drop_every"
+from = "C"
+to = "E"
+every = 4
+[layered]
+source = "A"
+receiver = "C"
+change_s = 30
+[layered.booster]
+node = "B"
+at_ms = 30
+path_ms = 100
+before = [["A", "E"]]
+after = [["E", "C"]]
+"# + extra
+}
+
+fn msb(extra: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse("s.toml", &msb_text(extra), &[])
+}
+
+fn msb_with(sets: &[&str]) -> Result<Scenario, ScenarioError> {
+    let sets: Vec<Override> = sets.iter().map(|s| s.parse().unwrap()).collect();
+    Scenario::parse("s.toml", &msb_text(""), &sets)
+}
+
+#[test]
+fn the_msb_parts_parse() {
+    let sc = msb("").unwrap();
+    assert_eq!(sc.links[0].params.red, Some(meshcast_sim::Red::default()));
+    assert_eq!(sc.links[1].params.red, None);
+    // at_ms set the delays of the links before and after the booster.
+    assert_eq!(sc.links[0].params.delay, Duration::from_millis(30));
+    assert_eq!(sc.links[1].params.delay, Duration::from_millis(70));
+    let tcp: Vec<(f64, &str)> = sc
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Tcp { id, .. } => Some((e.at_s, id.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tcp,
+        [(1.0, "tcp:A->C"), (1.5, "tcp:A->C#2"), (2.0, "tcp:A->C#3")]
+    );
+    assert!(sc.events.iter().any(|e| e.kind
+        == EventKind::Tfrc {
+            id: "t".into(),
+            from: "C".into(),
+            to: "A".into(),
+            packet_bytes: 500,
+            rate: Some(Rate::from_kbps(300)),
+            until_s: 60.0,
+        }));
+    // C -> E is the reverse direction of the declared link E - C.
+    assert!(sc.events.iter().any(|e| e.kind
+        == EventKind::DropEvery {
+            link: 1,
+            reverse: true,
+            every: Some(4),
+        }));
+    let l = sc.layered.as_ref().unwrap();
+    assert_eq!(
+        (l.id.as_str(), l.booster.as_deref(), l.change_s),
+        ("layered", Some("B"), Some(30.0))
+    );
+    assert_eq!(l.stream, meshcast_proto::msb::LayeredConfig::default());
+
+    let off = Scenario::parse(
+        "s.toml",
+        &GOOD.replace(
+            "both_ways = true\n",
+            "both_ways = true\nred = { max_p = 0.2 }\n",
+        ),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(off.links[0].params.red.unwrap().max_p, 0.2);
+}
+
+#[test]
+fn bad_msb_parts_are_located() {
+    let bad_red = Scenario::parse(
+        "s.toml",
+        &GOOD.replace(
+            "both_ways = true\n",
+            "both_ways = true\nred = { min_th = 20 }\n",
+        ),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(bad_red.field, "link[0].red");
+    for (set, field, words) in [
+        (
+            "layered.booster.at_ms=101",
+            "layered.booster.at_ms",
+            "0..=path_ms",
+        ),
+        ("layered.booster.node=A", "layered.booster.node", "neither"),
+        ("layered.receiver=A", "layered.receiver", "differ"),
+        ("layered.change_s=61", "layered.change_s", "stream's time"),
+        ("layered.layers=0", "layered.layers", "1..=255"),
+        ("layered.beta=2", "layered.beta", "0..=1"),
+        ("event[4].every=1", "event[4].every", ">= 2"),
+        ("event[2].count=0", "event[2].count", "1..=10000"),
+        (
+            "event[2].start_gap_ms=30000",
+            "event[2].start_gap_ms",
+            "after until_s",
+        ),
+        (
+            "event[2].rate_kbps=100",
+            "event[2].rate_kbps",
+            "does not apply",
+        ),
+        (
+            "event[3].packet_bytes=10",
+            "event[3].packet_bytes",
+            "must be within",
+        ),
+    ] {
+        let err = msb_with(&[set]).unwrap_err();
+        assert_eq!(err.field, field, "{set}: {err}");
+        assert!(err.message.contains(words), "{set}: {err}");
+        assert_eq!(err.set_by.as_deref(), Some(set));
+    }
+    let twice = msb_text("").replace(r#"after = [["E", "C"]]"#, r#"after = [["E", "A"]]"#);
+    let err = Scenario::parse("s.toml", &twice, &[]).unwrap_err();
+    assert_eq!(err.field, "layered.booster.after[0]");
+    assert!(err.message.contains("already listed in before"), "{err}");
+    let err = msb_with(&["layered.booster.path_ms=0"]).unwrap_err();
+    assert_eq!(err.field, "layered.booster.path_ms");
+    // Turning the booster off keeps its placement: the same path end to end.
+    let sc = msb_with(&["layered.booster.enabled=false"]).unwrap();
+    assert_eq!(sc.layered.unwrap().booster, None);
+    assert_eq!(sc.links[0].params.delay, Duration::from_millis(30));
+}

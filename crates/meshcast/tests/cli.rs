@@ -429,3 +429,83 @@ fn celerity_recovers_after_a_participant_leaves() {
         );
     }
 }
+
+/// `meshcast sweep`: every point of the grid runs, in the grid's order;
+/// sweep.json, sweep.csv and the plots against the first key are written;
+/// a bad point is refused before anything runs.
+#[test]
+fn sweep_runs_the_grid_and_writes_its_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sw");
+    let file = root().join("scenarios/msb/scenario2-aggressiveness.toml");
+    let file = file.to_str().unwrap();
+    let o = meshcast(
+        &[
+            "sweep",
+            file,
+            "--set",
+            "duration_s=20",
+            "--set",
+            "layered.change_s=10",
+            "--set",
+            "report.window[0].from_s=5",
+            "--set",
+            "report.window[0].to_s=10",
+            "--set",
+            "report.window[1].from_s=10",
+            "--set",
+            "report.window[1].to_s=20",
+            "--set",
+            "event[1].at_s=10",
+            "--vary",
+            "layered.booster.at_ms=20,50,80",
+            "--vary",
+            "layered.booster.enabled=true,false",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    assert_eq!(points[1]["values"], serde_json::json!(["50", "true"]));
+    assert_eq!(points[3]["values"], serde_json::json!(["20", "false"]));
+    for p in points {
+        let video = &p["flows"][0];
+        assert_eq!(video["kind"], "layered");
+        assert!(video["windows"][0]["layers_min_mean"].as_f64().unwrap() > 0.0);
+    }
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert!(csv.starts_with(
+        "point,layered.booster.at_ms,layered.booster.enabled,flow,window,metric,value\n"
+    ));
+    assert!(
+        csv.contains("\n5,80,false,video,5-10,layers_min_mean,"),
+        "{csv}"
+    );
+    for m in ["layers_min_mean", "layers_max_mean", "layers_cov"] {
+        assert!(out.join(format!("plots/{m}.svg")).exists(), "{m}");
+    }
+
+    let bad = meshcast(
+        &[
+            "sweep",
+            file,
+            "--vary",
+            "layered.booster.at_ms=50,150",
+            "--out",
+            out.join("bad").to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("layered.booster.at_ms") && err.contains("--set layered.booster.at_ms=150"),
+        "{err}"
+    );
+    assert!(!out.join("bad").exists(), "nothing written");
+}

@@ -36,6 +36,17 @@ pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
             ] {
                 let _ = writeln!(out, "{},flow,{id},{m},{}", s.t_s, num(v));
             }
+            if let Some(l) = &s.layered {
+                for (m, v) in [
+                    ("frames", Some(l.frames as f64)),
+                    ("layers_min_mean", l.layers_min_mean),
+                    ("layers_max_mean", l.layers_max_mean),
+                    ("latency_ms_first", l.latency_ms_first),
+                    ("latency_ms_retx", l.latency_ms_retx),
+                ] {
+                    let _ = writeln!(out, "{},flow,{id},{m},{}", s.t_s, num(v));
+                }
+            }
         }
     }
     for (l, ls) in stats.links.iter().zip(&summary.links) {

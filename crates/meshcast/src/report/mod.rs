@@ -4,10 +4,12 @@
 
 mod csv;
 mod html;
-mod plot;
+pub(crate) mod plot;
 mod table;
 
 use crate::scenario::Scenario;
+use meshcast_core::Time;
+use meshcast_core::layered::LayeredFigures;
 use meshcast_core::metrics::{FlowFigures, FlowRecord, Overhead};
 use meshcast_sim::{Counters, LinkFigures, LinkRecord, RunStats};
 use serde::Serialize;
@@ -152,6 +154,10 @@ pub struct FlowSample {
     /// The figures over `[t_s, t_s + 1)`.
     #[serde(flatten)]
     pub fig: FlowFigures,
+    /// A layered stream's frame figures over frames generated in the
+    /// second.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub layered: Option<LayeredFigures>,
 }
 
 /// A flow's figures over a report window. A conference session's also
@@ -168,6 +174,10 @@ pub struct FlowWindowFigures {
     /// kbit/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optimum_twohop_kbps: Option<f64>,
+    /// A layered stream's frame figures over frames generated in the
+    /// window.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub layered: Option<LayeredFigures>,
 }
 
 /// A flow's figures over a report window.
@@ -190,6 +200,29 @@ pub struct FlowSummary {
     pub series: Vec<FlowSample>,
     /// One entry per report window.
     pub windows: Vec<FlowWindow>,
+    /// A layered stream's whole-run frame figures and its reaction to the
+    /// scenario's `change_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layered: Option<LayeredSummary>,
+}
+
+/// A layered stream's summary.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct LayeredSummary {
+    /// Frame figures over the whole run.
+    #[serde(flatten)]
+    pub total: LayeredFigures,
+    /// The `[layered] change_s` the next two count from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_s: Option<f64>,
+    /// Frames from `change_s` until the first whose top layer is at most
+    /// half the mean top layer of the 10 s before it (`null`: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_to_halve: Option<Option<u64>>,
+    /// Frames from `change_s` until the first with every layer
+    /// (`null`: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_to_recover: Option<Option<u64>>,
 }
 
 /// A link direction's figures over a report window.
@@ -250,6 +283,17 @@ fn rounded_flow(f: FlowFigures) -> FlowFigures {
     }
 }
 
+fn rounded_layered(f: LayeredFigures) -> LayeredFigures {
+    LayeredFigures {
+        layers_min_mean: f.layers_min_mean.map(|v| r(v, 4)),
+        layers_max_mean: f.layers_max_mean.map(|v| r(v, 4)),
+        layers_cov: f.layers_cov.map(|v| r(v, 6)),
+        latency_ms_first: f.latency_ms_first.map(|v| r(v, 4)),
+        latency_ms_retx: f.latency_ms_retx.map(|v| r(v, 4)),
+        ..f
+    }
+}
+
 fn rounded_link(f: LinkFigures) -> LinkFigures {
     LinkFigures {
         utilisation: r(f.utilisation, 6),
@@ -290,11 +334,21 @@ pub fn seconds(stats: &RunStats) -> u64 {
 }
 
 fn flow_summary(
+    sc: &Scenario,
     stats: &RunStats,
     f: &FlowRecord,
     windows: &[Window],
     optimum: &[OptimumStep],
 ) -> FlowSummary {
+    let is_layered = f.kind == "layered";
+    let layered = |from: u64, to: u64| {
+        is_layered.then(|| {
+            rounded_layered(
+                f.layered
+                    .figures(Time::from_secs(from), Time::from_secs(to)),
+            )
+        })
+    };
     let opt = |from: u64, to: u64, scheme: &str| {
         if f.kind != "session" {
             return None;
@@ -314,13 +368,32 @@ fn flow_summary(
             .map(|t| FlowSample {
                 t_s: t,
                 fig: rounded_flow(f.figures(t, t + 1, stats.end)),
+                layered: layered(t, t + 1),
             })
             .collect(),
         windows: per_window(windows, |from, to| FlowWindowFigures {
             flow: rounded_flow(f.figures(from, to, stats.end)),
             optimum_kbps: opt(from, to, "coded"),
             optimum_twohop_kbps: opt(from, to, "twohop"),
+            layered: layered(from, to),
         }),
+        layered: is_layered.then(|| layered_summary(sc, f, secs)),
+    }
+}
+
+fn layered_summary(sc: &Scenario, f: &FlowRecord, secs: u64) -> LayeredSummary {
+    let l = &f.layered;
+    let change = sc
+        .layered
+        .as_ref()
+        .filter(|l| l.id == f.name)
+        .and_then(|l| Some((l.change_s?, l.stream.layers)));
+    let at = |s: f64| Time::from_secs_f64(s);
+    LayeredSummary {
+        total: rounded_layered(l.figures(Time::ZERO, Time::from_secs(secs))),
+        change_s: change.map(|c| c.0),
+        frames_to_halve: change.map(|(t, _)| l.frames_to_halve(at(t))),
+        frames_to_recover: change.map(|(t, full)| l.frames_to_recover(at(t), full)),
     }
 }
 
@@ -375,7 +448,7 @@ impl Summary {
                 .flows
                 .flows()
                 .iter()
-                .map(|f| flow_summary(stats, f, &windows, &optimum))
+                .map(|f| flow_summary(sc, stats, f, &windows, &optimum))
                 .collect(),
             links: stats
                 .links

@@ -39,15 +39,18 @@ struct Line {
 }
 
 /// One chart, ready to render.
-pub(super) struct Chart {
+pub(crate) struct Chart {
     /// File stem under `plots/`.
     pub file: String,
     /// Title.
     pub title: String,
+    x_label: String,
     y_label: &'static str,
     lines: Vec<Line>,
     windows: Vec<(f64, f64)>,
     x_max: f64,
+    /// Mark every point (for sweeps, which have few).
+    markers: bool,
 }
 
 fn series<T>(samples: &[T], f: impl Fn(&T) -> Option<(f64, f64)>) -> Vec<(f64, f64)> {
@@ -122,10 +125,12 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
     let chart = |file: String, title: &str, y_label, lines: Vec<Line>| Chart {
         file,
         title: format!("{}: {title}", summary.name),
+        x_label: "time (s)".to_owned(),
         y_label,
         lines,
         windows: windows.clone(),
         x_max,
+        markers: false,
     };
     let mut out = Vec::new();
     let flows = &summary.flows;
@@ -183,6 +188,40 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
                 lines,
             ));
         }
+        let mut layers = Vec::new();
+        for (i, f) in flows.iter().enumerate() {
+            if f.layered.is_none() {
+                continue;
+            }
+            let frames = stats.flows.flows()[i].layered.frames();
+            let at = |t: meshcast_core::Time| t.as_secs_f64();
+            layers.push(Line {
+                label: format!("{} minimum (consecutive from the base)", f.id),
+                points: frames
+                    .iter()
+                    .map(|fr| (at(fr.generated_at), f64::from(fr.min)))
+                    .collect(),
+                dashed: false,
+                color: i,
+            });
+            layers.push(Line {
+                label: format!("{} maximum", f.id),
+                points: frames
+                    .iter()
+                    .map(|fr| (at(fr.generated_at), f64::from(fr.max)))
+                    .collect(),
+                dashed: true,
+                color: i,
+            });
+        }
+        if !layers.is_empty() {
+            out.push(chart(
+                "layers".into(),
+                "layers per frame (by generation time)",
+                "layers",
+                layers,
+            ));
+        }
         out.push(chart("delay".into(), "one-way delay per flow", "ms", delay));
         out.push(chart(
             "loss".into(),
@@ -235,6 +274,40 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
     out
 }
 
+/// A chart of `y` against a swept parameter: one solid line per
+/// `(label, points)`, x from 0 to the largest x.
+pub(crate) fn xy_chart(
+    file: String,
+    title: String,
+    x_label: String,
+    y_label: &'static str,
+    lines: Vec<(String, Vec<(f64, f64)>)>,
+) -> Chart {
+    let x_max = lines
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max);
+    Chart {
+        file,
+        title,
+        x_label,
+        y_label,
+        lines: lines
+            .into_iter()
+            .enumerate()
+            .map(|(color, (label, points))| Line {
+                label,
+                points,
+                dashed: false,
+                color,
+            })
+            .collect(),
+        windows: Vec::new(),
+        x_max,
+        markers: true,
+    }
+}
+
 fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -275,7 +348,7 @@ where
         .map_err(e)?;
     chart
         .configure_mesh()
-        .x_desc("time (s)")
+        .x_desc(&c.x_label)
         .y_desc(c.y_label)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
@@ -300,7 +373,13 @@ where
                 .map_err(e)?
         } else {
             chart
-                .draw_series(LineSeries::new(l.points.iter().copied(), style))
+                .draw_series(
+                    LineSeries::new(l.points.iter().copied(), style).point_size(if c.markers {
+                        4
+                    } else {
+                        0
+                    }),
+                )
                 .map_err(e)?
         };
         if n < MAX_LEGEND && !l.label.is_empty() {
@@ -341,7 +420,7 @@ where
 }
 
 /// The chart as SVG text.
-pub(super) fn render_svg(c: &Chart) -> anyhow::Result<String> {
+pub(crate) fn render_svg(c: &Chart) -> anyhow::Result<String> {
     register_fonts();
     let mut s = String::new();
     {
@@ -352,7 +431,7 @@ pub(super) fn render_svg(c: &Chart) -> anyhow::Result<String> {
 }
 
 /// The chart as a PNG file at `path`.
-pub(super) fn render_png(c: &Chart, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn render_png(c: &Chart, path: &Path) -> anyhow::Result<()> {
     register_fonts();
     let root = BitMapBackend::new(path, (1500, 840)).into_drawing_area();
     draw(&root, c).with_context(|| format!("writing {}", path.display()))

@@ -2,6 +2,7 @@
 //! or HTML (`report.html`).
 
 use super::Summary;
+use meshcast_core::layered::LayeredFigures;
 use meshcast_core::metrics::FlowFigures;
 use meshcast_sim::LinkFigures;
 
@@ -45,6 +46,29 @@ const FLOW_HEADERS: [&str; 7] = [
     "p95 ms",
     "loss %",
 ];
+fn layered_cells(p: &LayeredFigures) -> [String; 7] {
+    [
+        p.frames.to_string(),
+        opt(p.layers_min_mean, 2),
+        opt(p.layers_max_mean, 2),
+        opt(p.layers_cov, 3),
+        opt(p.latency_ms_first, 1),
+        opt(p.latency_ms_retx, 1),
+        p.retx_packets.to_string(),
+    ]
+}
+
+const LAYERED_HEADERS: [&str; 8] = [
+    "stream",
+    "frames",
+    "layers min",
+    "layers max",
+    "COV",
+    "first ms",
+    "retx ms",
+    "retx pkts",
+];
+
 const LINK_HEADERS: [&str; 6] = ["link", "util %", "tx kbps", "queue", "queue max", "drops"];
 
 /// Most links listed in a table (the busiest).
@@ -85,6 +109,26 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 title: format!("Flows, {label}"),
                 headers: FLOW_HEADERS.to_vec(),
                 rows,
+            });
+        }
+        let layered: Vec<Vec<String>> = s
+            .flows
+            .iter()
+            .filter_map(|f| {
+                let p = match w {
+                    Some(i) => f.windows[i].fig.layered.as_ref()?,
+                    None => &f.layered.as_ref()?.total,
+                };
+                let mut row = vec![f.id.clone()];
+                row.extend(layered_cells(p));
+                Some(row)
+            })
+            .collect();
+        if !layered.is_empty() {
+            out.push(Table {
+                title: format!("Layered streams (frames generated in the {label})"),
+                headers: LAYERED_HEADERS.to_vec(),
+                rows: layered,
             });
         }
         if !busy.is_empty() {
@@ -146,6 +190,20 @@ pub fn results_table(s: &Summary) -> String {
             out.push_str(&line(r.iter().map(String::as_str).collect()));
         }
         out.push('\n');
+    }
+    for f in &s.flows {
+        let Some(l) = &f.layered else { continue };
+        let (Some(t), Some(h), Some(r)) = (l.change_s, l.frames_to_halve, l.frames_to_recover)
+        else {
+            continue;
+        };
+        let n = |v: Option<u64>| v.map_or_else(|| "never".to_owned(), |v| v.to_string());
+        out.push_str(&format!(
+            "{}, frames from {t} s: {} to halve the top layer, {} to reach every layer\n\n",
+            f.id,
+            n(h),
+            n(r)
+        ));
     }
     let p = &s.packets;
     out.push_str(&format!(
