@@ -6,6 +6,7 @@
 
 use super::{FlowSummary, Summary};
 use anyhow::{Context as _, anyhow};
+use meshcast_core::layered::Frame;
 use meshcast_sim::{LinkFigures, RunStats};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -113,6 +114,26 @@ fn rate_lines(f: &FlowSummary, prefix: &str, color: usize) -> [Line; 2] {
     ]
 }
 
+/// Each frame's value held until the next frame's generation (the last
+/// for one frame interval, taken from the previous gap).
+fn frame_steps(frames: &[Frame], layer: fn(&Frame) -> u8) -> Vec<(f64, f64)> {
+    let t: Vec<f64> = frames
+        .iter()
+        .map(|f| f.generated_at.as_secs_f64())
+        .collect();
+    let mut points = Vec::with_capacity(2 * frames.len());
+    for (k, f) in frames.iter().enumerate() {
+        let gap = match k {
+            0 => 0.0,
+            _ => t[k] - t[k - 1],
+        };
+        let end = t.get(k + 1).copied().unwrap_or(t[k] + gap);
+        let v = f64::from(layer(f));
+        points.extend([(t[k], v), (end, v)]);
+    }
+    points
+}
+
 /// The charts for a run: rates, delay and loss per flow; queue and
 /// utilisation of the busiest links.
 pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
@@ -194,25 +215,29 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
                 continue;
             }
             let frames = stats.flows.flows()[i].layered.frames();
-            let at = |t: meshcast_core::Time| t.as_secs_f64();
-            layers.push(Line {
-                label: format!("{} minimum (consecutive from the base)", f.id),
-                points: frames
-                    .iter()
-                    .map(|fr| (at(fr.generated_at), f64::from(fr.min)))
-                    .collect(),
-                dashed: false,
-                color: i,
-            });
-            layers.push(Line {
-                label: format!("{} maximum", f.id),
-                points: frames
-                    .iter()
-                    .map(|fr| (at(fr.generated_at), f64::from(fr.max)))
-                    .collect(),
-                dashed: true,
-                color: i,
-            });
+            // Solid lines in two colours: a dashed line through hundreds
+            // of steep steps reads as noise. The maximum goes underneath.
+            // Steps, not lines through the points: a polyline that turns
+            // back sharply (13, 0, 13) draws mitre spikes past the chart.
+            for (label, layer, color) in [
+                (
+                    "maximum",
+                    (|fr: &Frame| fr.max) as fn(&Frame) -> u8,
+                    2 * i + 1,
+                ),
+                (
+                    "minimum (consecutive from the base)",
+                    |fr: &Frame| fr.min,
+                    2 * i,
+                ),
+            ] {
+                layers.push(Line {
+                    label: format!("{} {label}", f.id),
+                    points: frame_steps(frames, layer),
+                    dashed: false,
+                    color,
+                });
+            }
         }
         if !layers.is_empty() {
             out.push(chart(
