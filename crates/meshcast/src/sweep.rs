@@ -10,8 +10,9 @@
 
 use crate::build::{build, end_of};
 use crate::overrides::Override;
+use crate::report::csv::field as csv_field;
 use crate::report::plot::{render_png, render_svg, xy_chart};
-use crate::report::{FlowWindow, LayeredSummary, Summary};
+use crate::report::{FlowWindow, LayeredSummary, Summary, flow_metrics, layered_metrics};
 use crate::scenario::{Scenario, ScenarioError};
 use anyhow::{Context as _, anyhow};
 use meshcast_core::metrics::FlowFigures;
@@ -239,34 +240,11 @@ pub fn run(
 /// The metrics of a flow's window, by name (layered ones only for layered
 /// streams).
 fn metrics(w: &FlowWindow) -> Vec<(&'static str, Option<f64>)> {
-    let f = &w.fig.flow;
-    let mut m = vec![
-        ("send_kbps", Some(f.send_kbps)),
-        ("recv_kbps_min", Some(f.recv_kbps_min)),
-        ("delay_ms_mean", f.delay_ms_mean),
-        ("delay_ms_p95", f.delay_ms_p95),
-        ("loss", f.loss),
-    ];
-    if let Some(l) = &w.fig.layered {
-        m.extend([
-            ("frames", Some(l.frames as f64)),
-            ("layers_min_mean", l.layers_min_mean),
-            ("layers_max_mean", l.layers_max_mean),
-            ("layers_cov", l.layers_cov),
-            ("latency_ms_first", l.latency_ms_first),
-            ("latency_ms_retx", l.latency_ms_retx),
-            ("retx_packets", Some(l.retx_packets as f64)),
-        ]);
-    }
-    m
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
+    let layered = w.fig.layered.as_ref().map(layered_metrics);
+    flow_metrics(&w.fig.flow)
+        .into_iter()
+        .chain(layered.into_iter().flatten())
+        .collect()
 }
 
 /// `sweep.csv`: `point,<varied keys...>,flow,window,metric,value`, one

@@ -8,7 +8,7 @@ use meshcast_sim::RunStats;
 use std::fmt::Write as _;
 
 /// Quote a field if it needs it (RFC 4180).
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -26,26 +26,12 @@ pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
     for f in &summary.flows {
         let id = field(&f.id);
         for s in &f.series {
-            let p = &s.fig;
-            for (m, v) in [
-                ("send_kbps", Some(p.send_kbps)),
-                ("recv_kbps_min", Some(p.recv_kbps_min)),
-                ("delay_ms_mean", p.delay_ms_mean),
-                ("delay_ms_p95", p.delay_ms_p95),
-                ("loss", p.loss),
-            ] {
+            let layered = s.layered.as_ref().map(super::layered_metrics);
+            for (m, v) in super::flow_metrics(&s.fig)
+                .into_iter()
+                .chain(layered.into_iter().flatten())
+            {
                 let _ = writeln!(out, "{},flow,{id},{m},{}", s.t_s, num(v));
-            }
-            if let Some(l) = &s.layered {
-                for (m, v) in [
-                    ("frames", Some(l.frames as f64)),
-                    ("layers_min_mean", l.layers_min_mean),
-                    ("layers_max_mean", l.layers_max_mean),
-                    ("latency_ms_first", l.latency_ms_first),
-                    ("latency_ms_retx", l.latency_ms_retx),
-                ] {
-                    let _ = writeln!(out, "{},flow,{id},{m},{}", s.t_s, num(v));
-                }
             }
         }
     }

@@ -2,7 +2,7 @@
 //! `series.csv`, `plots/*.{png,svg}` and `report.html`, plus the results
 //! table printed at the end.
 
-mod csv;
+pub(crate) mod csv;
 mod html;
 pub(crate) mod plot;
 mod table;
@@ -281,6 +281,30 @@ fn rounded_flow(f: FlowFigures) -> FlowFigures {
         delay_ms_p95: f.delay_ms_p95.map(|v| r(v, 4)),
         loss: f.loss.map(|v| r(v, 6)),
     }
+}
+
+/// A flow's figures by metric name (series.csv, sweep.csv).
+pub(crate) fn flow_metrics(f: &FlowFigures) -> [(&'static str, Option<f64>); 5] {
+    [
+        ("send_kbps", Some(f.send_kbps)),
+        ("recv_kbps_min", Some(f.recv_kbps_min)),
+        ("delay_ms_mean", f.delay_ms_mean),
+        ("delay_ms_p95", f.delay_ms_p95),
+        ("loss", f.loss),
+    ]
+}
+
+/// A layered stream's frame figures by metric name.
+pub(crate) fn layered_metrics(l: &LayeredFigures) -> [(&'static str, Option<f64>); 7] {
+    [
+        ("frames", Some(l.frames as f64)),
+        ("layers_min_mean", l.layers_min_mean),
+        ("layers_max_mean", l.layers_max_mean),
+        ("layers_cov", l.layers_cov),
+        ("latency_ms_first", l.latency_ms_first),
+        ("latency_ms_retx", l.latency_ms_retx),
+        ("retx_packets", Some(l.retx_packets as f64)),
+    ]
 }
 
 fn rounded_layered(f: LayeredFigures) -> LayeredFigures {
