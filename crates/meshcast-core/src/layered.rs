@@ -62,6 +62,54 @@ pub struct LayeredFigures {
     pub retx_packets: u64,
 }
 
+/// Sums behind [`LayeredFigures`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Acc {
+    frames: u64,
+    min_sum: u64,
+    min_sq_sum: u64,
+    max_sum: u64,
+    /// Latency sums (ns) and counts: first transmission, retransmission.
+    lat: [(u128, u64); 2],
+}
+
+impl Acc {
+    fn frame(&mut self, f: &Frame) {
+        self.frames += 1;
+        self.min_sum += u64::from(f.min);
+        self.min_sq_sum += u64::from(f.min) * u64::from(f.min);
+        self.max_sum += u64::from(f.max);
+    }
+
+    fn packet(&mut self, latency: Duration, retransmitted: bool) {
+        let l = &mut self.lat[usize::from(retransmitted)];
+        l.0 += u128::from(latency.as_nanos());
+        l.1 += 1;
+    }
+
+    fn figures(&self) -> LayeredFigures {
+        let n = self.frames as f64;
+        let mean = |sum: u64| (self.frames > 0).then(|| sum as f64 / n);
+        let min_mean = mean(self.min_sum);
+        let cov = min_mean.filter(|&m| m > 0.0).map(|m| {
+            // Population variance from integer sums: exact until the
+            // final division.
+            let var = (self.min_sq_sum as f64 / n - m * m).max(0.0);
+            var.sqrt() / m
+        });
+        let lat = |(sum, count): (u128, u64)| (count > 0).then(|| sum as f64 / count as f64 / 1e6);
+        LayeredFigures {
+            frames: self.frames,
+            layers_min_mean: min_mean,
+            layers_max_mean: mean(self.max_sum),
+            layers_cov: cov,
+            latency_ms_first: lat(self.lat[0]),
+            latency_ms_retx: lat(self.lat[1]),
+            retx_packets: self.lat[1].1,
+        }
+    }
+}
+
 impl LayeredRecord {
     /// Whether anything was recorded.
     pub fn is_empty(&self) -> bool {
@@ -89,44 +137,33 @@ impl LayeredRecord {
 
     /// Figures over frames generated in `[from, to)`.
     pub fn figures(&self, from: Time, to: Time) -> LayeredFigures {
-        let fr: Vec<&Frame> = self
-            .frames
-            .iter()
-            .filter(|f| from <= f.generated_at && f.generated_at < to)
-            .collect();
-        let n = fr.len() as f64;
-        let mean = |v: &mut dyn Iterator<Item = f64>| (n > 0.0).then(|| v.sum::<f64>() / n);
-        let min_mean = mean(&mut fr.iter().map(|f| f64::from(f.min)));
-        let max_mean = mean(&mut fr.iter().map(|f| f64::from(f.max)));
-        let cov = min_mean.and_then(|m| {
-            let var = fr
-                .iter()
-                .map(|f| (f64::from(f.min) - m).powi(2))
-                .sum::<f64>()
-                / n;
-            (m > 0.0).then(|| var.sqrt() / m)
-        });
-        let lat = |retx: bool| {
-            let (mut sum, mut count) = (0u128, 0u64);
-            for &(g, d, r) in &self.packets {
-                if r == retx && from <= g && g < to {
-                    sum += u128::from(d.as_nanos());
-                    count += 1;
-                }
-            }
-            ((count > 0).then(|| sum as f64 / count as f64 / 1e6), count)
-        };
-        let (first, _) = lat(false);
-        let (retx, retx_packets) = lat(true);
-        LayeredFigures {
-            frames: fr.len() as u64,
-            layers_min_mean: min_mean,
-            layers_max_mean: max_mean,
-            layers_cov: cov,
-            latency_ms_first: first,
-            latency_ms_retx: retx,
-            retx_packets,
+        let mut acc = Acc::default();
+        let inside = |t: Time| from <= t && t < to;
+        for f in self.frames.iter().filter(|f| inside(f.generated_at)) {
+            acc.frame(f);
         }
+        for &(_, d, r) in self.packets.iter().filter(|p| inside(p.0)) {
+            acc.packet(d, r);
+        }
+        acc.figures()
+    }
+
+    /// Figures of every whole second `[s, s + 1)` for `s` in `0..secs`, in
+    /// one pass (the same as [`LayeredRecord::figures`] of each second).
+    pub fn per_second(&self, secs: u64) -> Vec<LayeredFigures> {
+        let mut acc = vec![Acc::default(); usize::try_from(secs).unwrap_or(usize::MAX)];
+        let second = |t: Time| usize::try_from(t.as_nanos() / 1_000_000_000).ok();
+        for f in &self.frames {
+            if let Some(a) = second(f.generated_at).and_then(|s| acc.get_mut(s)) {
+                a.frame(f);
+            }
+        }
+        for &(g, d, r) in &self.packets {
+            if let Some(a) = second(g).and_then(|s| acc.get_mut(s)) {
+                a.packet(d, r);
+            }
+        }
+        acc.iter().map(Acc::figures).collect()
     }
 
     fn after(&self, t: Time) -> impl Iterator<Item = (usize, &Frame)> {
@@ -187,6 +224,31 @@ mod tests {
         let none = r.figures(Time::from_secs(5), Time::from_secs(6));
         assert_eq!(none.frames, 0);
         assert_eq!(none.layers_min_mean, None);
+    }
+
+    #[test]
+    fn per_second_matches_the_window_figures() {
+        let layers: Vec<(u8, u8)> = (0..35).map(|i| ((i * 7 % 17) as u8, 16)).collect();
+        let mut r = rec(&layers);
+        for i in 0..35u64 {
+            let g = Time::from_millis(100 * i);
+            r.packet(g + Duration::from_millis(150 + i), g, i % 4 == 0);
+        }
+        let per = r.per_second(5);
+        assert_eq!(per.len(), 5);
+        for (s, p) in per.iter().enumerate() {
+            let w = r.figures(Time::from_secs(s as u64), Time::from_secs(s as u64 + 1));
+            assert_eq!(p.frames, w.frames, "second {s}");
+            assert_eq!(p.retx_packets, w.retx_packets);
+            let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                (a, b) => a == b,
+            };
+            assert!(close(p.layers_min_mean, w.layers_min_mean));
+            assert!(close(p.layers_cov, w.layers_cov));
+            assert!(close(p.latency_ms_retx, w.latency_ms_retx));
+        }
+        assert_eq!(per[4].frames, 0);
     }
 
     #[test]

@@ -373,6 +373,16 @@ fn flow_summary(
             )
         })
     };
+    // One pass for the series (a window's figures scan the whole record).
+    let per_second: Vec<Option<LayeredFigures>> = if is_layered {
+        f.layered
+            .per_second(seconds(stats))
+            .into_iter()
+            .map(|l| Some(rounded_layered(l)))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let opt = |from: u64, to: u64, scheme: &str| {
         if f.kind != "session" {
             return None;
@@ -392,7 +402,7 @@ fn flow_summary(
             .map(|t| FlowSample {
                 t_s: t,
                 fig: rounded_flow(f.figures(t, t + 1, stats.end)),
-                layered: layered(t, t + 1),
+                layered: per_second.get(t as usize).copied().flatten(),
             })
             .collect(),
         windows: per_window(windows, |from, to| FlowWindowFigures {
