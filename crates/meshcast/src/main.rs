@@ -2,9 +2,11 @@
 //!
 //! `meshcast run SCENARIO` runs a scenario in the deterministic simulator
 //! and writes its report; `meshcast sweep SCENARIO --vary KEY=V1,V2,...`
-//! runs it over a grid of values and plots the figures against them. Exit status: 0 on success, 2 for bad input (a
-//! scenario or option that cannot be used; nothing is written), 1 when the
-//! run could not write its outputs.
+//! runs it over a grid of values and plots the figures against them.
+//!
+//! Exit status: 0 on success, 2 for bad input (a scenario or option that
+//! cannot be used; nothing is written), 1 when the run could not write its
+//! outputs.
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
