@@ -109,6 +109,11 @@ fn node(net: &Network, name: &str) -> Result<NodeId, BuildError> {
         .ok_or_else(|| BuildError::UnknownNode(name.to_owned()))
 }
 
+/// A flow's source and destination nodes.
+fn ends(net: &Network, from: &str, to: &str) -> Result<(NodeId, NodeId), BuildError> {
+    Ok((node(net, from)?, node(net, to)?))
+}
+
 /// The scenario's underlay, and the directions ([`LinkId`]s) of each
 /// declared link, which link events act on.
 pub fn network(sc: &Scenario) -> Result<(Network, Vec<Vec<LinkId>>), BuildError> {
@@ -138,7 +143,7 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
     }
     if let Some(l) = &sc.layered {
         let net = sim.network();
-        let (src, dst) = (node(net, &l.source)?, node(net, &l.receiver)?);
+        let (src, dst) = ends(net, &l.source, &l.receiver)?;
         let via = match &l.booster {
             Some(b) => vec![node(net, b)?],
             None => Vec::new(),
@@ -159,7 +164,7 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
                 until_s,
                 pattern,
             } => {
-                let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
+                let (f, d) = ends(sim.network(), from, to)?;
                 let span = (t, at(*until_s));
                 sim.add_traffic(id, f, d, *pattern, *rate, *packet_bytes, span, sc.seed)?;
             }
@@ -170,7 +175,7 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
                 segment_bytes,
                 until_s,
             } => {
-                let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
+                let (f, d) = ends(sim.network(), from, to)?;
                 let tcp = TcpConfig {
                     segment_bytes: *segment_bytes,
                     ..TcpConfig::default()
@@ -185,7 +190,7 @@ pub fn build(sc: &Scenario) -> Result<Sim, BuildError> {
                 rate,
                 until_s,
             } => {
-                let (f, d) = (node(sim.network(), from)?, node(sim.network(), to)?);
+                let (f, d) = ends(sim.network(), from, to)?;
                 let supply = rate.map_or(Supply::Bulk, Supply::Rate);
                 sim.add_tfrc(id, f, d, supply, *packet_bytes, (t, at(*until_s)))?;
             }

@@ -341,16 +341,19 @@ impl Locator<'_> {
 impl Scenario {
     /// Read and check the scenario in `path`, with `sets` applied.
     pub fn load(path: &Path, sets: &[Override]) -> Result<Scenario, ScenarioError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: file.clone(),
+        Scenario::parse(&path.display().to_string(), &Scenario::read(path)?, sets)
+    }
+
+    /// The text of the scenario file at `path`.
+    pub fn read(path: &Path) -> Result<String, ScenarioError> {
+        std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: path.display().to_string(),
             line: 0,
             column: 0,
             field: "-".into(),
             message: format!("cannot read: {e}"),
             set_by: None,
-        })?;
-        Scenario::parse(&file, &text, sets)
+        })
     }
 
     /// Check the scenario `text` (from `file`, for messages) with `sets`

@@ -144,10 +144,12 @@ pub fn check(
     vary: &[Vary],
     seed: Option<u64>,
 ) -> Result<Vec<Scenario>, ScenarioError> {
+    let file = path.display().to_string();
+    let text = Scenario::read(path)?;
     grid(vary)
         .iter()
         .map(|p| {
-            let mut sc = Scenario::load(path, &point_sets(common, vary, p))?;
+            let mut sc = Scenario::parse(&file, &text, &point_sets(common, vary, p))?;
             if let Some(s) = seed {
                 sc.seed = s;
             }
@@ -207,13 +209,14 @@ pub fn run(
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(sc) = scenarios.get(k) else { break };
+                    let vals = values(&points[k]);
                     let r = run_one(sc).map(|mut p| {
-                        p.values = values(&points[k]);
+                        p.values = vals.clone();
                         p
                     });
                     results.lock().expect("no thread panicked holding it")[k] = Some(r);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    progress(n, points.len(), &values(&points[k]));
+                    progress(n, points.len(), &vals);
                 }
             });
         }
@@ -245,6 +248,21 @@ fn metrics(w: &FlowWindow) -> Vec<(&'static str, Option<f64>)> {
         .into_iter()
         .chain(layered.into_iter().flatten())
         .collect()
+}
+
+/// One metric of a flow's window (`None`: undefined or not measured).
+fn metric_of(w: &FlowWindow, name: &str) -> Option<f64> {
+    metrics(w).into_iter().find(|(m, _)| *m == name)?.1
+}
+
+/// Whether the sweep has layered streams, and the flows its plots and
+/// table show: the layered streams if any, every flow otherwise.
+fn shown_flows(p: &SweepPoint) -> (bool, Vec<usize>) {
+    let layered = p.flows.iter().any(|f| f.layered.is_some());
+    let shown = (0..p.flows.len())
+        .filter(|&i| !layered || p.flows[i].layered.is_some())
+        .collect();
+    (layered, shown)
 }
 
 /// `sweep.csv`: `point,<varied keys...>,flow,window,metric,value`, one
@@ -308,10 +326,7 @@ fn charts(s: &Sweep) -> Vec<crate::report::plot::Chart> {
     let Some(p0) = s.points.first() else {
         return Vec::new();
     };
-    let layered = p0.flows.iter().any(|f| f.layered.is_some());
-    let plotted: Vec<usize> = (0..p0.flows.len())
-        .filter(|&i| !layered || p0.flows[i].layered.is_some())
-        .collect();
+    let (layered, plotted) = shown_flows(p0);
     let table: &[(&str, &str)] = if layered { &LAYERED_PLOTS } else { &FLOW_PLOTS };
     let per_line = first.values.len();
     let mut out = Vec::new();
@@ -329,8 +344,7 @@ fn charts(s: &Sweep) -> Vec<crate::report::plot::Chart> {
                     .zip(&xs)
                     .filter_map(|(p, &x)| {
                         let w = p.flows.get(fi)?.windows.first()?;
-                        let (_, v) = metrics(w).into_iter().find(|(m, _)| *m == metric)?;
-                        Some((x, v?))
+                        Some((x, metric_of(w, metric)?))
                     })
                     .collect();
                 let label = std::iter::once(p0.flows[fi].id.clone())
@@ -393,20 +407,15 @@ pub fn sweep_table(s: &Sweep) -> String {
     let Some(p0) = s.points.first() else {
         return String::new();
     };
-    let layered = p0.flows.iter().any(|f| f.layered.is_some());
-    let cols: Vec<(usize, &str)> = p0
-        .flows
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| !layered || f.layered.is_some())
-        .flat_map(|(i, _)| {
-            let m: &[&str] = if layered {
-                &["layers_min_mean", "layers_max_mean", "latency_ms_retx"]
-            } else {
-                &["recv_kbps_min"]
-            };
-            m.iter().map(move |&m| (i, m))
-        })
+    let (layered, shown) = shown_flows(p0);
+    let headline: &[&str] = if layered {
+        &["layers_min_mean", "layers_max_mean", "latency_ms_retx"]
+    } else {
+        &["recv_kbps_min"]
+    };
+    let cols: Vec<(usize, &str)> = shown
+        .into_iter()
+        .flat_map(|i| headline.iter().map(move |&m| (i, m)))
         .collect();
     for &(i, m) in &cols {
         header.push(format!("{} {m}", p0.flows[i].id));
@@ -419,7 +428,7 @@ pub fn sweep_table(s: &Sweep) -> String {
                 .flows
                 .get(i)
                 .and_then(|f| f.windows.first())
-                .and_then(|w| metrics(w).into_iter().find(|(n, _)| *n == m)?.1);
+                .and_then(|w| metric_of(w, m));
             row.push(v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}")));
         }
         rows.push(row);
