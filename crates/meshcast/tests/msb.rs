@@ -100,10 +100,10 @@ fn scenario2_booster_responds_and_recovers_faster() {
 }
 
 /// Scenario III, booster in the middle of two equally congested segments.
-/// The issue asks for 3.5x end to end; the TFRC equation predicts 2·√2 ≈
-/// 2.83x for halved RTT and halved loss per hop, and that is what we get
-/// (docs/transport.md). This guards the measured gain against regression;
-/// it does not claim the 3.5x.
+/// The issue asks for 3.5x end to end; the TFRC equation at the loss event
+/// rates and RTTs measured per hop and end to end gives about 3.2x, and the
+/// layers follow it (3.24x at seed 1; docs/transport.md). This guards the
+/// measured gain against regression; it does not claim the 3.5x.
 #[test]
 fn scenario3_booster_in_the_middle() {
     let e2e = run("scenario3.toml", &[E2E]);
@@ -115,5 +115,5 @@ fn scenario3_booster_in_the_middle() {
         m(&e2e),
         m(&mid)
     );
-    assert!(r >= 2.5, "x{r:.2}");
+    assert!(r >= 3.0, "x{r:.2}");
 }

@@ -30,6 +30,18 @@ const A_GAIN: f64 = 1.0 / 8.0;
 /// Most packets one wake-up sends (a guard; pacing sends one).
 const MAX_BURST: usize = 1024;
 
+/// Which node a hop's sender runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HopRole {
+    /// MmAppSend: chooses each frame's layers; reports first
+    /// transmissions as `FlowSent`.
+    Source,
+    /// MmAppInt: forwards what the previous hop delivered; first
+    /// transmissions may use the frame budget that retransmissions left
+    /// (module docs).
+    Booster,
+}
+
 /// What `get_pkt` answered.
 enum Pick {
     /// Send this packet (true: a retransmission).
@@ -72,11 +84,13 @@ pub(crate) struct HopSender {
     frame_top: u8,
     /// The current frame's budget ran out before its packets did.
     frame_cut: bool,
+    /// First-transmission budget the last frame left unused when its
+    /// budget cut it (less than one packet): added to this frame's.
+    carry: f64,
     avg_top: Option<f64>,
     /// `RTT_{i+1,n}`: round trip from the next node to the receiver.
     downstream_rtt: Duration,
-    /// Whether first transmissions are reported as `FlowSent` (the source).
-    report_sends: bool,
+    role: HopRole,
     counters: HopCounters,
 }
 
@@ -86,7 +100,7 @@ impl HopSender {
         to: Addr,
         cfg: LayeredConfig,
         now: Time,
-        report_sends: bool,
+        role: HopRole,
     ) -> HopSender {
         let scfg = SenderConfig {
             segment_bytes: cfg.packet_bytes,
@@ -105,9 +119,10 @@ impl HopSender {
             u_rexmit: 0,
             frame_top: 0,
             frame_cut: false,
+            carry: 0.0,
             avg_top: None,
             downstream_rtt: Duration::ZERO,
-            report_sends,
+            role,
             counters: HopCounters::default(),
         }
     }
@@ -141,13 +156,16 @@ impl HopSender {
     }
 
     /// Queue a packet for its first transmission on this hop. A packet of
-    /// a frame older than the current one is repair traffic (see the
-    /// module docs) and goes to `rexmitq` when retransmission is on.
+    /// a frame older than the current one goes to `rexmitq` if an earlier
+    /// hop retransmitted it (repair traffic, module docs); a first
+    /// transmission of such a frame is dropped, as the paper drops "packets
+    /// belonging to the old frames": this hop cut that frame, and the
+    /// frame's remaining layers are worthless above the gap.
     pub(crate) fn enqueue(&mut self, pkt: MediaPkt) {
         let old = self.frame.is_some_and(|f| pkt.h.frame < f);
         if !old {
             self.xmitq.insert(key(&pkt.h), pkt);
-        } else if self.cfg.retransmit {
+        } else if self.cfg.retransmit && pkt.h.retx > 0 {
             self.rexmitq.insert(key(&pkt.h), pkt);
         } else {
             self.counters.dropped += 1;
@@ -202,6 +220,7 @@ impl HopSender {
         self.u_rexmit = 0;
         self.frame_top = 0;
         self.frame_cut = false;
+        self.carry = 0.0;
     }
 
     /// Drop queued packets that can no longer be useful: too late for their
@@ -220,6 +239,22 @@ impl HopSender {
             }
             e.remove();
         }
+    }
+
+    /// Eq. (3) for `B_total = total` and `α`, with a whole-packet floor
+    /// while the frame has retransmitted nothing; at a booster, what
+    /// retransmissions left of `total`; plus the last frame's remainder
+    /// (module docs).
+    fn xmit_budget(&self, total: f64, alpha: f64) -> f64 {
+        let (s, ur) = (f64::from(self.cfg.packet_bytes), self.u_rexmit as f64);
+        self.carry
+            + if self.role == HopRole::Booster {
+                total - ur
+            } else if self.u_rexmit == 0 {
+                ((1.0 - alpha) * total).max(s)
+            } else {
+                total - (alpha * total).max(ur)
+            }
     }
 
     /// MSB's `get_pkt(X, mode)`: the packet to send now, or why none.
@@ -260,13 +295,9 @@ impl HopSender {
             } else {
                 0.0
             };
-            let b_xmit = if self.u_rexmit == 0 {
-                ((1.0 - alpha) * total).max(s as f64)
-            } else {
-                total - (alpha * total).max(ur)
-            };
+            let b_xmit = self.xmit_budget(total, alpha);
             if ur + s as f64 <= b_rexmit
-                && ux + ur + s as f64 <= total
+                && ux + ur + s as f64 <= total + self.carry
                 && let Some((_, p)) = self.rexmitq.pop_first()
             {
                 self.u_rexmit += s;
@@ -290,8 +321,15 @@ impl HopSender {
                     }
                     // Frame f's budget is spent: the rest of it is dropped,
                     // and until the next frame the hop is budget-limited.
+                    // What the budget had left, less than a packet, goes to
+                    // the next frame; measured against the budget at α_max,
+                    // because once U_xmit passes (1 − α_max)·B_total eq. (5)
+                    // grows B_xmit to U_xmit.
+                    let left =
+                        (self.xmit_budget(total, self.cfg.alpha_max) - ux).clamp(0.0, s as f64);
                     self.begin_frame(f + 1);
                     self.frame_cut = true;
+                    self.carry = left;
                     self.purge(now);
                 }
                 _ => self.begin_frame(head),
@@ -332,7 +370,7 @@ impl HopSender {
                 self.counters.retransmitted += 1;
             } else {
                 self.counters.sent += 1;
-                if self.report_sends {
+                if self.role == HopRole::Source {
                     ev.push_back(Event::FlowSent {
                         flow: self.flow,
                         payload_bytes: payload.len() as u32,

@@ -1,7 +1,7 @@
 //! The three MSB roles as [`Endpoint`]s.
 
 use super::LayeredConfig;
-use super::hop::{HopCounters, HopReceiver, HopSender, MediaPkt};
+use super::hop::{HopCounters, HopReceiver, HopRole, HopSender, MediaPkt};
 use super::wire::{Control, MediaHeader, emit_control, parse_control};
 use crate::transport::wire::{parse_tfrc_data, parse_tfrc_feedback};
 use crate::wire::{CommonHeader, PacketType};
@@ -98,7 +98,7 @@ impl MsbSource {
     pub fn new(cfg: MsbSourceConfig) -> Result<MsbSource, String> {
         cfg.stream.validate()?;
         Ok(MsbSource {
-            hop: HopSender::new(cfg.flow, cfg.to, cfg.stream, cfg.start, true),
+            hop: HopSender::new(cfg.flow, cfg.to, cfg.stream, cfg.start, HopRole::Source),
             cfg,
             next_frame: 0,
             out: VecDeque::new(),
@@ -210,7 +210,7 @@ impl MsbBooster {
         Ok(MsbBooster {
             flow,
             hop_in: HopReceiver::new(flow, upstream, &stream),
-            hop_out: HopSender::new(flow, downstream, stream, now, false),
+            hop_out: HopSender::new(flow, downstream, stream, now, HopRole::Booster),
             out: VecDeque::new(),
             events: VecDeque::new(),
         })
