@@ -57,8 +57,8 @@
 //!   packet) is added to the next frame's budget, as in deficit round
 //!   robin. Without it the stream's long-run rate is the floor of
 //!   `(1 − α)·X/(s·fps)` packets per frame, which at the few layers of a
-//!   congested path throws away up to a fifth of the rate TFRC allows (the
-//!   MSB scenarios gain 13–23% layers end to end and with the booster). A
+//!   congested path throws away up to a fifth of the rate TFRC allows (MSB
+//!   scenario I end to end: 1.89 minimum layers without, 2.62 with). A
 //!   frame that sends all its packets passes nothing on: an idle hop does
 //!   not hoard budget.
 //! - **A booster's first transmissions may use the retransmission share
