@@ -163,7 +163,7 @@ fn without_retransmission_a_loss_cuts_the_frame() {
         addr(2),
         Box::new(MsbReceiver::new(FLOW, addr(0), stream).expect("valid")),
     );
-    let ev = run(eps, 12, &|k| k > 1000 && k % 330 == 0);
+    let ev = run(eps, 12, &|k| k > 1000 && k % 50 == 0);
     assert_eq!(retransmitted(&ev), 0);
     let f = frames(&ev);
     // Some frame lost a middle layer: its minimum is below its maximum.
