@@ -6,16 +6,11 @@ use meshcast_core::metrics::FlowFigures;
 use meshcast_proto::traffic::{Pattern, SINK_PORT, SourceConfig, TrafficSink, TrafficSource};
 
 fn params(kbps: u64, delay_ms: u64, queue: u32) -> LinkParams {
-    LinkParams {
-        capacity: Rate::from_kbps(kbps),
-        delay: Duration::from_millis(delay_ms),
-        queue: QueueLimit {
-            packets: Some(queue),
-            bytes: None,
-        },
-        loss: 0.0,
-        red: None,
-    }
+    LinkParams::drop_tail(
+        Rate::from_kbps(kbps),
+        Duration::from_millis(delay_ms),
+        queue,
+    )
 }
 
 /// A — R — B with the given R->B link (the bottleneck), fast access A—R.

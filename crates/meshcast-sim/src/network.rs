@@ -53,6 +53,23 @@ pub struct LinkParams {
     pub red: Option<Red>,
 }
 
+impl LinkParams {
+    /// A plain drop-tail link: `capacity`, `delay`, a queue of `packets`
+    /// packets, no wire loss, no RED.
+    pub fn drop_tail(capacity: Rate, delay: Duration, packets: u32) -> LinkParams {
+        LinkParams {
+            capacity,
+            delay,
+            queue: QueueLimit {
+                packets: Some(packets),
+                bytes: None,
+            },
+            loss: 0.0,
+            red: None,
+        }
+    }
+}
+
 /// Random Early Detection (Floyd and Jacobson 1993) in its "gentle" form,
 /// counted in packets, as ns-2 runs it. On every arrival the average queue
 /// `avg` moves by `w_q` towards the waiting queue's length (after an idle

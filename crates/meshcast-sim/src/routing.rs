@@ -121,20 +121,11 @@ pub fn path(net: &Network, up: &[bool], from: NodeId, to: NodeId) -> Option<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::{LinkParams, QueueLimit};
+    use crate::network::LinkParams;
     use meshcast_core::{Duration, Rate};
 
     fn p() -> LinkParams {
-        LinkParams {
-            capacity: Rate::from_kbps(1000),
-            delay: Duration::ZERO,
-            queue: QueueLimit {
-                packets: Some(10),
-                bytes: None,
-            },
-            loss: 0.0,
-            red: None,
-        }
+        LinkParams::drop_tail(Rate::from_kbps(1000), Duration::ZERO, 10)
     }
 
     #[test]

@@ -8,21 +8,19 @@ use meshcast_control::tcp::TcpConfig;
 use meshcast_core::{Duration, FlowId, NodeId, Rate, Time};
 use meshcast_proto::transport::tfrc::Supply;
 use meshcast_sim::Sim;
-use meshcast_sim::network::{LinkParams, Network, NodeKind, QueueLimit};
+use meshcast_sim::network::{LinkParams, Network, NodeKind};
 use meshcast_sim::stats::RunStats;
 
 const SEG: u32 = 1000;
 
 fn link(kbps: u64, delay_ms: u64, queue: u32, loss: f64) -> LinkParams {
     LinkParams {
-        capacity: Rate::from_kbps(kbps),
-        delay: Duration::from_millis(delay_ms),
-        queue: QueueLimit {
-            packets: Some(queue),
-            bytes: None,
-        },
         loss,
-        red: None,
+        ..LinkParams::drop_tail(
+            Rate::from_kbps(kbps),
+            Duration::from_millis(delay_ms),
+            queue,
+        )
     }
 }
 
