@@ -44,6 +44,12 @@ impl FlowGraph {
     /// The maximum `s`–`t` flow. Afterwards `scratch` holds the residual
     /// graph, from which [`FlowGraph::source_side`] reads a minimum cut.
     pub(crate) fn max_flow(&self, s: usize, t: usize, scratch: &mut Scratch) -> u64 {
+        self.flow_up_to(s, t, INF, scratch)
+    }
+
+    /// The `s`–`t` flow, augmented only until it reaches `limit`: the
+    /// maximum flow when that is less, else at least `limit`.
+    fn flow_up_to(&self, s: usize, t: usize, limit: u64, scratch: &mut Scratch) -> u64 {
         let n = self.n;
         scratch.resid.clear();
         scratch.resid.extend_from_slice(&self.cap);
@@ -84,8 +90,8 @@ impl FlowGraph {
                 v = u;
             }
             total = total.saturating_add(bottleneck).min(INF);
-            if total >= INF {
-                return INF;
+            if total >= limit {
+                return total;
             }
         }
     }
@@ -110,6 +116,23 @@ impl FlowGraph {
             }
         }
         seen
+    }
+
+    /// Whether every receiver's max-flow from `s` is at least `need`.
+    /// Cheaper than [`FlowGraph::min_max_flow`]: it stops augmenting a
+    /// flow once it reaches `need` and stops at the first receiver short
+    /// of it (the tree packing's feasibility tests ask only this).
+    pub(crate) fn all_reach(
+        &self,
+        s: usize,
+        receivers: &[usize],
+        need: u64,
+        scratch: &mut Scratch,
+    ) -> bool {
+        need == 0
+            || receivers
+                .iter()
+                .all(|&t| self.flow_up_to(s, t, need, scratch) >= need)
     }
 
     /// The minimum over `receivers` of the max-flow from `s`, and the
@@ -155,6 +178,44 @@ mod tests {
             .map(|(u, v)| g.get(u, v))
             .sum();
         assert_eq!(cut, 5);
+    }
+
+    /// `all_reach` answers exactly what the full computation answers, at
+    /// every threshold around the true minimum max-flow (a deterministic
+    /// pseudo-random set of dense graphs, some with infinite edges).
+    #[test]
+    fn all_reach_agrees_with_the_minimum_max_flow() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut s = Scratch::default();
+        for _ in 0..500 {
+            let n = 2 + (next() % 7) as usize;
+            let mut g = FlowGraph::new(n);
+            for u in 0..n {
+                for v in (0..n).filter(|&v| v != u) {
+                    let c = match next() % 8 {
+                        0 | 1 => 0,
+                        2 => INF,
+                        _ => next() % 2_000_000,
+                    };
+                    g.set(u, v, c);
+                }
+            }
+            let sinks: Vec<usize> = (1..n).collect();
+            let (min, _) = g.min_max_flow(0, &sinks, &mut s).unwrap();
+            for need in [0, 1, min.saturating_sub(1), min, min.saturating_add(1), INF] {
+                assert_eq!(
+                    g.all_reach(0, &sinks, need, &mut s),
+                    min >= need,
+                    "n {n} need {need} min {min}"
+                );
+            }
+        }
     }
 
     #[test]

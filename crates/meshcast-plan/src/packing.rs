@@ -550,6 +550,11 @@ fn greedy_arborescences(
     }
     let max_trees = 4 * n * n + 64;
     let mut probe = g.clone();
+    // Once the exact search has failed for one tree it is not tried for
+    // the next: it fails the same way (the delay bound admits no tree
+    // that keeps the invariant), and every failure spends its whole
+    // budget of max-flows — thousands per tree, hundreds of trees.
+    let mut try_exact = true;
     while k > 0 && out.len() < max_trees {
         let mut st = Grow::new(n, sinks.len());
         let mut search = Search {
@@ -559,10 +564,11 @@ fn greedy_arborescences(
             delay: delay.as_ref(),
             probe: &mut probe,
             scratch: &mut scratch,
-            budget: 64 * n * n,
-            capacity: &capacity,
+            budget: 8 * n * n,
+            sinks,
         };
-        let mut exact = search.grow(&mut st, true);
+        let mut exact = try_exact && search.grow(&mut st, true);
+        try_exact = exact;
         if !exact {
             // Out of budget (or, with a delay bound, no invariant-keeping
             // tree exists): grow greedily with the best edges.
@@ -610,7 +616,7 @@ fn greedy_arborescences(
                         probe.set(a, b, c - d);
                     }
                 }
-                capacity(probe, scratch) + d >= k
+                probe.all_reach(0, sinks, k - d, scratch)
             };
             let (mut lo, mut hi) = (1u64, bottleneck);
             if fits(hi, &mut probe, &mut scratch) {
@@ -678,7 +684,7 @@ struct Search<'a> {
     scratch: &'a mut Scratch,
     /// Capacity evaluations left before giving up on exactness.
     budget: usize,
-    capacity: &'a dyn Fn(&FlowGraph, &mut Scratch) -> u64,
+    sinks: &'a [usize],
 }
 
 impl Search<'_> {
@@ -696,7 +702,8 @@ impl Search<'_> {
                 self.probe.set(a, b, c - 1);
             }
         }
-        (self.capacity)(self.probe, self.scratch) + 1 >= self.k
+        self.probe
+            .all_reach(0, self.sinks, self.k.saturating_sub(1), self.scratch)
     }
 
     /// Grow `st` until it reaches every sink. With `exact`, only edges
