@@ -86,6 +86,8 @@ pub(crate) struct RawConference {
     quick_start_s: Option<Spanned<f64>>,
     media_bytes: Option<Spanned<i64>>,
     max_rate_kbps: Option<Spanned<f64>>,
+    queue_ceiling_ms: Option<Spanned<f64>>,
+    pace_to_heads: Option<bool>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -198,6 +200,21 @@ pub(crate) fn check(
     }
     if let Some(r) = positive(&raw.max_rate_kbps, "conference.max_rate_kbps")? {
         params.max_rate = Some(Rate::from_kbps_f64(r));
+    }
+    if let Some(q) = &raw.queue_ceiling_ms {
+        let v = *q.get_ref();
+        let bound = params.delay_bound.as_secs_f64() * 1e3;
+        if !(v.is_finite() && v > 0.0 && v < bound) {
+            return Err(loc.err(
+                q.span(),
+                "conference.queue_ceiling_ms",
+                "must be a number > 0 and below delay_bound_ms",
+            ));
+        }
+        params.queue_ceiling = Some(Duration::from_secs_f64(v / 1e3));
+    }
+    if let Some(p) = raw.pace_to_heads {
+        params.pace_to_heads = p;
     }
     Ok(Conference {
         protocol,

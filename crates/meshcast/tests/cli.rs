@@ -410,6 +410,35 @@ fn celerity_dumbbell_meets_the_window_figures() {
     }
 }
 
+/// A random underlay nobody tuned for (scenarios/celerity/random-core.toml:
+/// eight participants, one alone behind a 600 kbit/s core link). With a
+/// queue ceiling and pacing to the heads, every session's lowest receiver
+/// gets at least 80% of the coded optimum with at most 5% loss (measured:
+/// 87%, 3.9%). With the defaults (the paper's plain price) the link
+/// settles at a 190 ms queue and 60–75% of the packets come late; that
+/// is recorded in docs/celerity.md rather than asserted.
+#[test]
+fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario_json(
+        dir.path(),
+        "celerity/random-core.toml",
+        &[
+            "--set",
+            "conference.queue_ceiling_ms=80",
+            "--set",
+            "conference.pace_to_heads=true",
+        ],
+    );
+    for p in ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"] {
+        let w = window(flow(&s, p), 100);
+        let opt = num(&w["optimum_kbps"]);
+        assert!(num(&w["recv_kbps_min"]) >= 0.8 * opt, "{p}: {w}");
+        assert!(num(&w["loss"]) <= 0.05, "{p}: {w}");
+        assert!(num(&w["delay_ms_mean"]) <= 200.0, "{p}: {w}");
+    }
+}
+
 /// Peer dynamics (Fig. 9): within 15 s after D leaves every session is
 /// back to 90% of its new optimum and stays there for the next 10 s.
 /// (After D joins it takes longer; docs/celerity.md.)

@@ -43,6 +43,28 @@ pub struct CelerityParams {
     /// rate) driving another (the queue) behind a feedback delay; without
     /// this lead term it has no phase margin and only oscillates.
     pub damping: Duration,
+    /// The longest standing queue the link rate control aims for on a
+    /// critical link; `None` (the default) is the paper's plain price.
+    ///
+    /// The paper's price is the queuing delay itself, so a link settles
+    /// where its queue equals the sessions' `U′ = β/(R + δ)` seconds: 72 ms
+    /// at 240 kbit/s, but 190 ms at 85 kbit/s, which with any propagation
+    /// delay passes the delay bound. With a ceiling, a link whose largest
+    /// `U′` is above it scales its price by `U′ / ceiling` (smoothed over
+    /// about 2 s), and sources pack trees whose propagation leaves room
+    /// for `min(U′, ceiling)` of queue. A link's queue only represents its
+    /// Lagrange multiplier, so representing the multiplier by a shorter
+    /// queue leaves the optimum where it was, and the loop gain for the
+    /// session at the ceiling is the one the step was tuned for.
+    /// docs/celerity.md has the measurements and why it is not the
+    /// default yet.
+    pub queue_ceiling: Option<Duration>,
+    /// Whether a source sends a packet only down a tree whose every head
+    /// has room for it in its bucket for the session (a copy of each
+    /// head's bucket, one packet shallower), waiting until one has;
+    /// otherwise (the default) the trees take turns by weighted round
+    /// robin alone and heads drop what exceeds their rates.
+    pub pace_to_heads: bool,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -67,6 +89,8 @@ impl Default for CelerityParams {
             quick_start: Duration::from_secs(30),
             quick_start_gain: 8.0,
             damping: Duration::from_millis(1500),
+            queue_ceiling: None,
+            pace_to_heads: false,
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -144,6 +168,15 @@ const REPORT_HEARTBEAT: Duration = Duration::from_secs(3);
 /// A peer repeats whom it hears directly ([`Control::Reach`]) at least
 /// this often.
 const REACH_HEARTBEAT: Duration = Duration::from_secs(5);
+/// In a conference of more than [`SMALL_CONFERENCE`] members, news (a
+/// report, a change of the source's own link rates) repacks the trees at
+/// most this often. With eight members reports arrive every few
+/// milliseconds, and packing on each (about a millisecond for eight
+/// members) cost more than all the rest of the peer; with four, packing
+/// costs microseconds and repacking 5 ms after news keeps the loop short.
+const REPACK_GAP: Duration = Duration::from_millis(50);
+/// See [`REPACK_GAP`].
+const SMALL_CONFERENCE: usize = 4;
 /// A source trusts a link-state report this long (two heartbeats and
 /// some).
 const REPORT_FRESH: Duration = Duration::from_secs(7);
@@ -169,6 +202,8 @@ struct Incoming {
     qtrend: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
+    /// The link's price scale (see [`CelerityParams::queue_ceiling`]).
+    price_scale: f64,
     /// The link is down: nothing arrived on it for the liveness period.
     down: bool,
     loss: f64,
@@ -188,8 +223,8 @@ struct Outgoing {
     /// Minimum RTT over a sliding window: the propagation part, which is
     /// what the delay bound is about (queuing comes and goes).
     rtt_min: BaseDelay,
-    /// Token buckets per session: (bytes, last refill).
-    bucket: [(f64, Time); MAX_PARTICIPANTS],
+    /// Token buckets per session.
+    bucket: [Bucket; MAX_PARTICIPANTS],
     reported: [f64; MAX_PARTICIPANTS],
     reported_at: [Option<Time>; MAX_PARTICIPANTS],
     pending: Vec<u8>,
@@ -203,6 +238,29 @@ impl Outgoing {
             .base()
             .map(|rtt| Duration::from_secs_f64(rtt / 2.0))
     }
+}
+
+/// A session's token bucket on one overlay link: `(bytes, last refill)`.
+/// The head polices with it; the source keeps a copy of every head's
+/// bucket for its own session (see [`CelerityPeer::send_tick`]).
+type Bucket = (f64, Time);
+
+/// How many bytes a bucket for `rate_kbps` holds: three packets, or half
+/// a second at the rate when that is more.
+fn bucket_depth(rate_kbps: f64, media: f64) -> f64 {
+    (3.0 * media).max(rate_kbps.max(0.0) * 1e3 / 8.0 * 0.5)
+}
+
+/// The bytes in `bucket` at `now`, refilled at `rate_kbps` up to `depth`.
+fn bucket_level(bucket: Bucket, rate_kbps: f64, depth: f64, now: Time) -> f64 {
+    let rate_bytes = rate_kbps.max(0.0) * 1e3 / 8.0;
+    (bucket.0 + rate_bytes * now.saturating_since(bucket.1).as_secs_f64()).min(depth)
+}
+
+/// The depth of the source's copy of a head's bucket: one packet less
+/// than the head's (see [`CelerityPeer::link_wait`]).
+fn mirror_depth(rate_kbps: f64, media: f64) -> f64 {
+    bucket_depth(rate_kbps, media) - media
 }
 
 /// What this peer knows of another session from its data headers.
@@ -258,6 +316,12 @@ struct Source {
     reported_at: Vec<Option<Time>>,
     trees: Vec<(Tree, f64)>,
     credit: Vec<f64>,
+    /// The rate each link `u * n + v` had in the last packing, kbit/s:
+    /// what its head polices this session to.
+    packed_rates: Vec<f64>,
+    /// The source's copy of every head's bucket for this session, refilled
+    /// at `packed_rates`.
+    mirror: Vec<Bucket>,
     rate_kbps: f64,
     uprime: f64,
     relay_side: u16,
@@ -265,6 +329,8 @@ struct Source {
     media_seq: u32,
     /// When the last media packet left.
     last_send: Option<Time>,
+    /// When the trees were last packed.
+    last_pack: Option<Time>,
 }
 
 /// A Celerity participant.
@@ -333,6 +399,13 @@ impl CelerityPeer {
         if p.media_bytes < 16 || p.media_bytes > 1400 {
             return Err(ConfigError::Param("media_bytes must be 16..=1400".into()));
         }
+        if p.queue_ceiling
+            .is_some_and(|c| c == Duration::ZERO || c >= p.delay_bound)
+        {
+            return Err(ConfigError::Param(
+                "queue_ceiling must be positive and below the delay bound".into(),
+            ));
+        }
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
             return Err(ConfigError::Param("intervals must be positive".into()));
         }
@@ -347,6 +420,7 @@ impl CelerityPeer {
             qdelay: 0.0,
             qtrend: 0.0,
             ramping: true,
+            price_scale: 1.0,
             down: false,
             loss: 0.0,
             rates: [c0; MAX_PARTICIPANTS],
@@ -384,6 +458,8 @@ impl CelerityPeer {
                 rates: vec![0.0; n * n],
                 delays: vec![Duration::ZERO; n * n],
                 reported_at: vec![None; n * n],
+                packed_rates: vec![0.0; n * n],
+                mirror: vec![(0.0, Time::ZERO); n * n],
                 ..Source::default()
             },
             timers: [None; TIMERS],
@@ -635,10 +711,11 @@ impl CelerityPeer {
         inc.qtrend = 0.5 * inc.qtrend + 0.5 * slope;
         // The trend term damps the loop: a growing queue raises the
         // price before it is long, a draining one lowers it.
-        let price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
+        let delay_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
+        let mut terms = [(0.0, 0.0); MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let s = &self.sessions[m];
-            let (gain, uprime) = if s.known {
+            terms[m] = if s.known {
                 let crosses = meshcast_plan::packing::crosses(
                     m,
                     u,
@@ -654,6 +731,24 @@ impl CelerityPeer {
                 let u0 = beta / (c0 + delta);
                 (if u == m { u0 } else { 0.0 }, u0)
             };
+        }
+        // The price is the delay price scaled so that the queue where it
+        // meets the largest U′ on this link is at most `queue_ceiling`:
+        // with the paper's plain price a link's standing queue is U′
+        // seconds, and slow sessions (U′ = β/(R + δ) grows as R falls)
+        // queued past the delay bound, where every packet came late.
+        let ceiling = self.cfg.params.queue_ceiling.map(|c| c.as_secs_f64());
+        let top = terms.iter().map(|t| t.0).fold(0.0, f64::max);
+        // Smoothed over about two seconds: the scale follows the
+        // sessions' rates, not the ripple of one interval (a dip of one
+        // session's rate would otherwise raise every session's price at
+        // once and deepen the dip).
+        let target = ceiling.map_or(1.0, |c| (top / c).max(1.0));
+        inc.price_scale += 0.1 * (target - inc.price_scale);
+        let k = inc.price_scale;
+        let price = k * delay_price;
+        for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
+            let (gain, uprime) = terms[m];
             // Rule (10) with the per-link step α = κ·c/U′: the
             // equilibrium (U′ = price on critical links) is the
             // paper's, and the step scales with the rate so the same
@@ -667,7 +762,7 @@ impl CelerityPeer {
             } else {
                 0.0
             };
-            if gain > 0.0 && inc.loss + inc.qdelay >= 0.5 * uprime {
+            if gain > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * uprime {
                 inc.ramping = false;
             }
             let mut step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
@@ -811,12 +906,19 @@ impl CelerityPeer {
     /// Repack soon (coalescing news that arrives together).
     fn repack_soon(&mut self, now: Time) {
         if self.timers[Timer::Pack as usize].is_none() {
-            self.set(Timer::Pack, Some(now + Duration::from_millis(5)));
+            let soon = now + Duration::from_millis(5);
+            let members = self.present.iter().filter(|&&p| p).count();
+            let at = match self.src.last_pack {
+                Some(t) if members > SMALL_CONFERENCE => soon.max(t + REPACK_GAP),
+                _ => soon,
+            };
+            self.set(Timer::Pack, Some(at));
         }
     }
 
     /// Algorithm 2 lines 1–2: pack trees and compute the critical cut.
     fn pack(&mut self, now: Time) {
+        self.src.last_pack = Some(now);
         let n = self.n;
         let me = self.me;
         let members: Vec<usize> = (0..n).filter(|&i| self.present[i]).collect();
@@ -846,15 +948,36 @@ impl CelerityPeer {
                 };
                 rates[a * k + b] = (r.max(0.0) * 1e3) as u64;
                 delays[a * k + b] = d;
+                // The copy of the head's bucket follows the rate the
+                // packing uses; bring it up to date at the old rate first.
+                let i = u * n + v;
+                let media = f64::from(p.media_bytes);
+                let old = self.src.packed_rates[i];
+                let level = bucket_level(self.src.mirror[i], old, mirror_depth(old, media), now);
+                self.src.mirror[i] = (level, now);
+                self.src.packed_rates[i] = r.max(0.0);
             }
         }
         let source = members.iter().position(|&m| m == me).unwrap_or(0);
+        // With a queue ceiling, a path must leave room for the queue the
+        // rate control keeps on its bottleneck: the session's `U′` seconds
+        // (the price it settles at), at most the ceiling. Propagation alone
+        // up to the bound left nothing for it, and every packet on such a
+        // path came late.
+        let allowance = p.queue_ceiling.map_or(0.0, |c| {
+            let c = c.as_secs_f64();
+            if self.src.uprime > 0.0 {
+                self.src.uprime.min(c)
+            } else {
+                c
+            }
+        });
         let g = SessionGraph {
             n: k,
             source,
             rates: &rates,
             delays: &delays,
-            bound: p.delay_bound,
+            bound: Duration::from_secs_f64((p.delay_bound.as_secs_f64() - allowance).max(0.0)),
         };
         let packing = meshcast_plan::pack(&g, self.cfg.model);
         let cut = meshcast_plan::critical_cut(&g, self.cfg.model);
@@ -919,6 +1042,36 @@ impl CelerityPeer {
         }
     }
 
+    /// Seconds until the head of `u → v` has room for one more packet of
+    /// this peer's session (0 when it has now). This peer's own buckets
+    /// are exact; another head's is the source's copy, which holds one
+    /// packet less than the head's so that the head still has room when
+    /// queues upstream bunch packets together.
+    fn link_wait(&self, u: usize, v: usize, media: f64, now: Time) -> f64 {
+        let (level, rate) = if u == self.me {
+            let o = &self.outgoing[v];
+            let r = o.rates[self.me];
+            (
+                bucket_level(o.bucket[self.me], r, bucket_depth(r, media), now),
+                r,
+            )
+        } else {
+            let i = u * self.n + v;
+            let r = self.src.packed_rates[i];
+            (
+                bucket_level(self.src.mirror[i], r, mirror_depth(r, media), now),
+                r,
+            )
+        };
+        if level >= media {
+            0.0
+        } else if rate > 0.0 {
+            (media - level) / (rate * 1e3 / 8.0)
+        } else {
+            f64::INFINITY
+        }
+    }
+
     /// The time between two media packets at the session's rate.
     fn packet_gap(&self) -> Duration {
         let bits = f64::from(self.cfg.params.media_bytes) * 8.0;
@@ -932,16 +1085,54 @@ impl CelerityPeer {
             self.set(Timer::Send, None);
             return;
         }
-        // Smooth weighted round robin over the trees.
-        let mut best = 0;
+        // A packet goes only down a tree whose every head has room for it
+        // in its bucket for this session: a packet a head polices away is
+        // lost to the whole subtree below it. The trees' rates fit the
+        // links', but the smooth round robin below sends a tree's packets
+        // in bursts after a repack (a new tree starts with no credit), and
+        // with many small trees those bursts overran the three-packet
+        // buckets of slow links (on random 8-member underlays 20-30% of
+        // the packets died that way). When no tree has room, the packet
+        // waits until one has.
+        let media = f64::from(self.cfg.params.media_bytes);
+        let pace = self.cfg.params.pace_to_heads;
+        let wait: Vec<f64> = self
+            .src
+            .trees
+            .iter()
+            .map(|(t, _)| {
+                t.edges()
+                    .filter(|_| pace)
+                    .map(|(u, v)| self.link_wait(u, v, media, now))
+                    .fold(0.0, f64::max)
+            })
+            .collect();
+        if wait.iter().all(|&w| w > 0.0) {
+            let soonest = wait.iter().copied().fold(f64::INFINITY, f64::min);
+            let gap = self.packet_gap().as_secs_f64();
+            // At least a millisecond (no busy loop), at most a packet gap
+            // (the trees may change meanwhile).
+            let at = now + Duration::from_secs_f64(soonest.min(gap).max(1e-3));
+            self.set(Timer::Send, Some(at));
+            return;
+        }
+        // Smooth weighted round robin over the trees that have room.
+        let mut best = None;
         for (i, (_, r)) in self.src.trees.iter().enumerate() {
             self.src.credit[i] += r;
-            if self.src.credit[i] > self.src.credit[best] {
-                best = i;
+            if wait[i] <= 0.0 && best.is_none_or(|b| self.src.credit[i] > self.src.credit[b]) {
+                best = Some(i);
             }
         }
+        let best = best.unwrap_or(0);
         self.src.credit[best] -= self.src.trees.iter().map(|t| t.1).sum::<f64>();
         let tree = self.src.trees[best].0.clone();
+        for (u, v) in tree.edges().filter(|&(u, _)| pace && u != self.me) {
+            let i = u * self.n + v;
+            let r = self.src.packed_rates[i];
+            let level = bucket_level(self.src.mirror[i], r, mirror_depth(r, media), now);
+            self.src.mirror[i] = (level - media, now);
+        }
         let header = DataHeader {
             session: self.me as u8,
             media_seq: self.src.media_seq,
@@ -978,10 +1169,8 @@ impl CelerityPeer {
         let m = usize::from(header.session);
         let media = self.cfg.params.media_bytes as f64;
         let o = &mut self.outgoing[v];
-        let rate_bytes = o.rates[m].max(0.0) * 1e3 / 8.0;
-        let depth = (3.0 * media).max(rate_bytes * 0.5);
-        let (tokens, last) = o.bucket[m];
-        let tokens = (tokens + rate_bytes * now.saturating_since(last).as_secs_f64()).min(depth);
+        let depth = bucket_depth(o.rates[m], media);
+        let tokens = bucket_level(o.bucket[m], o.rates[m], depth, now);
         if tokens < media {
             o.bucket[m] = (tokens, now);
             self.counters.shaped += 1;

@@ -22,6 +22,14 @@ fn bad_configs_are_refused() {
     let mut c = cfg(3, 0);
     c.params.beta = 0.0;
     assert!(CelerityPeer::new(c).is_err());
+    for ceiling in [Duration::ZERO, Duration::from_millis(200)] {
+        let mut c = cfg(3, 0);
+        c.params.queue_ceiling = Some(ceiling);
+        assert!(CelerityPeer::new(c).is_err(), "{ceiling:?}");
+    }
+    let mut c = cfg(3, 0);
+    c.params.queue_ceiling = Some(Duration::from_millis(100));
+    assert!(CelerityPeer::new(c).is_ok());
     assert!(CelerityPeer::new(cfg(3, 2)).is_ok());
 }
 
