@@ -317,7 +317,7 @@ struct Source {
     trees: Vec<(Tree, f64)>,
     credit: Vec<f64>,
     /// The rate each link `u * n + v` had in the last packing, kbit/s:
-    /// what its head polices this session to.
+    /// what its head polices this session to (kept with `pace_to_heads`).
     packed_rates: Vec<f64>,
     /// The source's copy of every head's bucket for this session, refilled
     /// at `packed_rates`.
@@ -331,6 +331,15 @@ struct Source {
     last_send: Option<Time>,
     /// When the trees were last packed.
     last_pack: Option<Time>,
+}
+
+impl Source {
+    /// The bytes in the source's copy of the bucket of link `i`
+    /// (`u * n + v`) at `now`.
+    fn mirror_level(&self, i: usize, media: f64, now: Time) -> f64 {
+        let r = self.packed_rates[i];
+        bucket_level(self.mirror[i], r, mirror_depth(r, media), now)
+    }
 }
 
 /// A Celerity participant.
@@ -948,14 +957,15 @@ impl CelerityPeer {
                 };
                 rates[a * k + b] = (r.max(0.0) * 1e3) as u64;
                 delays[a * k + b] = d;
-                // The copy of the head's bucket follows the rate the
-                // packing uses; bring it up to date at the old rate first.
-                let i = u * n + v;
-                let media = f64::from(p.media_bytes);
-                let old = self.src.packed_rates[i];
-                let level = bucket_level(self.src.mirror[i], old, mirror_depth(old, media), now);
-                self.src.mirror[i] = (level, now);
-                self.src.packed_rates[i] = r.max(0.0);
+                if p.pace_to_heads {
+                    // The copy of the head's bucket follows the rate the
+                    // packing uses; bring it up to date at the old rate
+                    // first.
+                    let i = u * n + v;
+                    let level = self.src.mirror_level(i, f64::from(p.media_bytes), now);
+                    self.src.mirror[i] = (level, now);
+                    self.src.packed_rates[i] = r.max(0.0);
+                }
             }
         }
         let source = members.iter().position(|&m| m == me).unwrap_or(0);
@@ -1057,10 +1067,9 @@ impl CelerityPeer {
             )
         } else {
             let i = u * self.n + v;
-            let r = self.src.packed_rates[i];
             (
-                bucket_level(self.src.mirror[i], r, mirror_depth(r, media), now),
-                r,
+                self.src.mirror_level(i, media, now),
+                self.src.packed_rates[i],
             )
         };
         if level >= media {
@@ -1096,18 +1105,22 @@ impl CelerityPeer {
         // waits until one has.
         let media = f64::from(self.cfg.params.media_bytes);
         let pace = self.cfg.params.pace_to_heads;
-        let wait: Vec<f64> = self
-            .src
-            .trees
-            .iter()
-            .map(|(t, _)| {
-                t.edges()
-                    .filter(|_| pace)
-                    .map(|(u, v)| self.link_wait(u, v, media, now))
-                    .fold(0.0, f64::max)
-            })
-            .collect();
-        if wait.iter().all(|&w| w > 0.0) {
+        // Seconds until each tree has room (empty without pacing: every
+        // tree may go).
+        let wait: Vec<f64> = if pace {
+            self.src
+                .trees
+                .iter()
+                .map(|(t, _)| {
+                    t.edges()
+                        .map(|(u, v)| self.link_wait(u, v, media, now))
+                        .fold(0.0, f64::max)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if pace && wait.iter().all(|&w| w > 0.0) {
             let soonest = wait.iter().copied().fold(f64::INFINITY, f64::min);
             let gap = self.packet_gap().as_secs_f64();
             // At least a millisecond (no busy loop), at most a packet gap
@@ -1120,7 +1133,8 @@ impl CelerityPeer {
         let mut best = None;
         for (i, (_, r)) in self.src.trees.iter().enumerate() {
             self.src.credit[i] += r;
-            if wait[i] <= 0.0 && best.is_none_or(|b| self.src.credit[i] > self.src.credit[b]) {
+            let room = wait.get(i).is_none_or(|&w| w <= 0.0);
+            if room && best.is_none_or(|b| self.src.credit[i] > self.src.credit[b]) {
                 best = Some(i);
             }
         }
@@ -1129,8 +1143,7 @@ impl CelerityPeer {
         let tree = self.src.trees[best].0.clone();
         for (u, v) in tree.edges().filter(|&(u, _)| pace && u != self.me) {
             let i = u * self.n + v;
-            let r = self.src.packed_rates[i];
-            let level = bucket_level(self.src.mirror[i], r, mirror_depth(r, media), now);
+            let level = self.src.mirror_level(i, media, now);
             self.src.mirror[i] = (level - media, now);
         }
         let header = DataHeader {
