@@ -349,6 +349,27 @@ fn star(g: &SessionGraph<'_>) -> Option<(u64, usize)> {
         .min()
 }
 
+/// Relay `r`'s links to the session's other receivers in its depth-2
+/// tree, as `(receiver, rate)`; `None` for a link the delay bound rules out.
+fn relay_links<'a>(
+    g: &'a SessionGraph<'_>,
+    r: usize,
+) -> impl Iterator<Item = (usize, Option<u64>)> + 'a {
+    let s = g.source;
+    g.receivers().filter(move |&t| t != r).map(move |t| {
+        let fits = g.delay(s, r) + g.delay(r, t) <= g.bound;
+        (t, fits.then(|| g.rate(r, t)))
+    })
+}
+
+/// What relay `r`'s depth-2 tree can forward to every other receiver.
+fn relay_forward(g: &SessionGraph<'_>, r: usize) -> u64 {
+    relay_links(g, r)
+        .map(|(_, c)| c.unwrap_or(0))
+        .min()
+        .unwrap_or(INF)
+}
+
 /// Mutualcast: the best split `(total, star rate, per-relay rates)` of
 /// the source's links between the star and the depth-2 trees.
 fn mutualcast_split(g: &SessionGraph<'_>) -> (u64, u64, Vec<(usize, u64)>) {
@@ -358,21 +379,7 @@ fn mutualcast_split(g: &SessionGraph<'_>) -> (u64, u64, Vec<(usize, u64)>) {
     let relay: Vec<(usize, u64, u64)> = recv
         .iter()
         .filter(|&&r| g.delay(s, r) <= g.bound)
-        .map(|&r| {
-            let fwd = recv
-                .iter()
-                .filter(|&&t| t != r)
-                .map(|&t| {
-                    if g.delay(s, r) + g.delay(r, t) <= g.bound {
-                        g.rate(r, t)
-                    } else {
-                        0
-                    }
-                })
-                .min()
-                .unwrap_or(INF);
-            (r, g.rate(s, r), fwd)
-        })
+        .map(|&r| (r, g.rate(s, r), relay_forward(g, r)))
         .collect();
     let star_cap = if relay.len() == recv.len() {
         relay.iter().map(|&(_, c, _)| c).min().unwrap_or(0)
@@ -401,6 +408,55 @@ fn mutualcast_split(g: &SessionGraph<'_>) -> (u64, u64, Vec<(usize, u64)>) {
         .map(|&(r, c, m)| (r, (c - x0.min(c)).min(m)))
         .collect();
     (value(x0), x0, per_relay)
+}
+
+/// Rates within this fraction of a Mutualcast relay's smallest forwarding
+/// rate count as tied for the cut: reported rates move in steps of a few
+/// percent, and the relay's links to the other receivers all carry its
+/// tree's full rate. When only the smallest got the gain, the others
+/// decayed under their prices until one of them was the smallest; with 5%
+/// the dumbbell's four Mutualcast sessions settle at 113 kbit/s each, with
+/// none (exact ties only) at 109-116. The star (Simulcast) keeps the single
+/// smallest link: there the tie let a session push both of its crossing
+/// links at once and the standing queue passed the bound (30-50% loss).
+const TIE: f64 = 0.05;
+
+/// Mutualcast's subgradient as cut sides (the sides of [`Cut`]): the
+/// links whose rate limits [`mutualcast_split`] at its split. A relay
+/// whose tree is held back by its source link (`c[s][r] − x₀ ≤ m_r`)
+/// puts `s → r` in the cut (relay side off); one held back by forwarding
+/// puts its smallest links `r → t` in (their receivers' side off, which
+/// also brings in the same receivers' links from the other relays whose
+/// relay side is on: the masks cannot say more). Raising every link in
+/// the cut raises every depth-2 tree whose two limits are not tied, at
+/// the same split (tested).
+/// The two-layer graph's minimum cut is the wrong gradient here: it
+/// steered gain to links the fixed trees do not bind on while the ones
+/// they did bind on (a relay's links back across the bottleneck) only
+/// saw prices and shrank.
+fn mutualcast_cut(g: &SessionGraph<'_>) -> (Vec<bool>, Vec<bool>) {
+    let (_, x0, per_relay) = mutualcast_split(g);
+    let s = g.source;
+    let mut relay_side = vec![true; g.n];
+    let mut recv_side = vec![true; g.n];
+    for (r, _) in per_relay {
+        let m = relay_forward(g, r);
+        // At a tie between the two, the masks can only name one (a relay
+        // link crosses only from the relay side): the source link.
+        if g.rate(s, r).saturating_sub(x0) <= m {
+            relay_side[r] = false;
+        } else {
+            // A link the bound rules out cannot be raised; one at rate 0
+            // (never used yet) can and must be.
+            let limit = m as f64 * (1.0 + TIE);
+            for (t, c) in relay_links(g, r) {
+                if c.is_some_and(|c| c as f64 <= limit) {
+                    recv_side[t] = false;
+                }
+            }
+        }
+    }
+    (relay_side, recv_side)
 }
 
 /// Pack the session's trees (Algorithm 2 line 1).
@@ -797,7 +853,17 @@ pub fn critical_cut(g: &SessionGraph<'_>, model: Model) -> Cut {
                 source_links_only: true,
             }
         }
-        Model::TwoHop | Model::Mutualcast => {
+        Model::Mutualcast => {
+            let (relay_side, recv_side) = mutualcast_cut(g);
+            Cut {
+                rate: mutualcast_split(g).0,
+                source: g.source,
+                relay_side,
+                recv_side,
+                source_links_only: false,
+            }
+        }
+        Model::TwoHop => {
             let (fg, recv, sinks) = two_layer_graph(g);
             let k = recv.len();
             let (mut relay_side, mut recv_side) = (all(true), all(true));
@@ -809,11 +875,7 @@ pub fn critical_cut(g: &SessionGraph<'_>, model: Model) -> Cut {
                     relay_side[m] = side[1 + i];
                     recv_side[m] = side[1 + k + i];
                 }
-                rate = if model == Model::Mutualcast {
-                    mutualcast_split(g).0
-                } else {
-                    r
-                };
+                rate = r;
             }
             Cut {
                 rate,

@@ -135,6 +135,30 @@ fn delay_bound_prunes_paths() {
     }
 }
 
+/// Session C of the Mutualcast dumbbell after A–E failed: its relay-D tree
+/// died with D→A, and the relay-B tree is held back by B→D, which no tree
+/// had used (rate 0). The two-layer graph's cut left B→D out, so it never
+/// grew and the session stayed at 0 for the rest of the run.
+#[test]
+fn mutualcast_cut_raises_the_link_its_tree_waits_for() {
+    let (a, b, c, d) = (0, 1, 2, 3);
+    let n = 4;
+    let mut rates = vec![0; n * n];
+    let mut set = |u: usize, v: usize, r: u64| rates[u * n + v] = r;
+    set(c, b, 900);
+    set(c, d, 126_000);
+    set(d, b, 117_000);
+    set(b, a, 270_000);
+    set(a, b, 270_000);
+    let delays = vec![Duration::from_millis(1); n * n];
+    let g = graph(n, c, &rates, &delays);
+    assert_eq!(session_rate(&g, Model::Mutualcast), 0);
+    let cut = critical_cut(&g, Model::Mutualcast);
+    assert!(cut.crosses(b, d), "{cut:?}");
+    assert!(cut.crosses(d, a), "{cut:?}");
+    assert!(!cut.crosses(c, d) && !cut.crosses(d, b), "{cut:?}");
+}
+
 fn rates_and_delays(
     max_n: usize,
 ) -> impl Strategy<Value = (usize, usize, Vec<u64>, Vec<Duration>)> {
@@ -193,6 +217,46 @@ proptest! {
         let p = pack(&g, Model::Deep);
         check_packing(&g, &p, Model::Deep);
         prop_assert!(p.rate <= session_rate(&g, Model::Deep));
+    }
+
+    /// Mutualcast's cut is a subgradient: raising every link in it raises
+    /// every depth-2 tree that fits the delay bound at the same split
+    /// (unless its source link and its forwarding are tied: the cut's
+    /// masks can only name one of the two), so the session rate too.
+    #[test]
+    fn raising_the_mutualcast_cut_raises_the_rate((n, s, rates, delays) in rates_and_delays(6)) {
+        let g = graph(n, s, &rates, &delays);
+        let before = session_rate(&g, Model::Mutualcast);
+        let cut = critical_cut(&g, Model::Mutualcast);
+        prop_assert_eq!(cut.rate, before);
+        let mut raised = rates.clone();
+        for u in 0..n {
+            for v in 0..n {
+                if cut.crosses(u, v) {
+                    raised[u * n + v] += 1000;
+                }
+            }
+        }
+        let h = graph(n, s, &raised, &delays);
+        let (_, x0, _) = mutualcast_split(&g);
+        let tree = |g: &SessionGraph<'_>, r: usize| (g.rate(s, r) - x0).min(relay_forward(g, r));
+        let fits = |r: usize| {
+            delays[s * n + r] <= g.bound
+                && (0..n)
+                    .filter(|&t| t != s && t != r)
+                    .all(|t| delays[s * n + r] + delays[r * n + t] <= g.bound)
+        };
+        let mut any = false;
+        let tied = |r: usize| g.rate(s, r) - x0 == relay_forward(&g, r);
+        for r in (0..n).filter(|&r| r != s && fits(r) && !tied(r)) {
+            prop_assert!(tree(&h, r) > tree(&g, r), "relay {}: {:?}", r, cut);
+            any = true;
+        }
+        let after = session_rate(&h, Model::Mutualcast);
+        prop_assert!(after >= before);
+        if any {
+            prop_assert!(after > before, "{} -> {}", before, after);
+        }
     }
 
     /// Baselines: packed rates equal their session rates and are never
