@@ -49,6 +49,13 @@ pub struct Utility {
     pub delta_bps: f64,
 }
 
+impl Utility {
+    /// `U(z)` for a rate of `z_bps` bits/s.
+    pub fn of(&self, z_bps: f64) -> f64 {
+        self.beta * (z_bps + self.delta_bps).ln()
+    }
+}
+
 /// A conference over a known underlay.
 #[derive(Clone, Debug)]
 pub struct Problem {
@@ -403,10 +410,7 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
     let x = &solver.solution.x;
     verify(p, scheme, x, &r_var, &c_var, &families)?;
     let rates_bps: Vec<f64> = r_var.iter().map(|&r| (x[r] * MBPS).max(0.0)).collect();
-    let utility = rates_bps
-        .iter()
-        .map(|&r| p.utility.beta * (r + p.utility.delta_bps).ln())
-        .sum();
+    let utility = rates_bps.iter().map(|&r| p.utility.of(r)).sum();
     Ok(Optimum { rates_bps, utility })
 }
 

@@ -61,6 +61,30 @@ pub struct Summary {
     /// own figures are still all there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optimum_error: Option<String>,
+    /// A conference's utility `U(z) = β·ln(z + δ)` (z in bits/s), which the
+    /// optimum maximises the sum of (absent without a conference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub utility: Option<UtilitySummary>,
+}
+
+/// The utility parameters of a conference.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct UtilitySummary {
+    /// β.
+    pub beta: f64,
+    /// δ, kbit/s.
+    pub delta_kbps: f64,
+}
+
+impl UtilitySummary {
+    /// `U` of a rate of `kbps` kbit/s.
+    pub fn of_kbps(&self, kbps: f64) -> f64 {
+        meshcast_plan::optimum::Utility {
+            beta: self.beta,
+            delta_bps: self.delta_kbps * 1e3,
+        }
+        .of(kbps * 1e3)
+    }
 }
 
 /// The central optimum from `from_s` until the next step.
@@ -493,6 +517,10 @@ impl Summary {
             windows,
             optimum,
             optimum_error,
+            utility: sc.conference.as_ref().map(|c| UtilitySummary {
+                beta: c.params.beta,
+                delta_kbps: c.params.delta_kbps,
+            }),
             packets: stats.counters,
             membership: stats
                 .membership

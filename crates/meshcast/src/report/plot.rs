@@ -4,7 +4,7 @@
 //! `plotters`; text uses the DejaVu Sans font embedded in the binary, so
 //! plots look the same on a machine without fonts.
 
-use super::{FlowSummary, Summary};
+use super::{FlowSummary, OptimumStep, Summary, UtilitySummary};
 use anyhow::{Context as _, anyhow};
 use meshcast_core::layered::Frame;
 use meshcast_sim::{LinkFigures, RunStats};
@@ -18,6 +18,14 @@ use std::sync::Once;
 const MAX_LEGEND: usize = 12;
 /// Most links a link chart shows (the busiest).
 const MAX_LINKS: usize = 8;
+
+/// The optimum's schemes drawn as dashed lines, with their labels.
+const OPTIMUM_LINES: [(&str, &str); 4] = [
+    ("coded", "optimum"),
+    ("twohop", "2-hop optimum"),
+    ("simulcast", "Simulcast maximum"),
+    ("mutualcast", "Mutualcast maximum"),
+];
 
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
@@ -52,6 +60,9 @@ pub(crate) struct Chart {
     x_max: f64,
     /// Mark every point (for sweeps, which have few).
     markers: bool,
+    /// Fit the y axis to the data instead of starting it at zero (for
+    /// figures whose zero means nothing, like a sum of logarithms).
+    fit_y: bool,
 }
 
 fn series<T>(samples: &[T], f: impl Fn(&T) -> Option<(f64, f64)>) -> Vec<(f64, f64)> {
@@ -114,6 +125,62 @@ fn rate_lines(f: &FlowSummary, prefix: &str, color: usize) -> [Line; 2] {
     ]
 }
 
+/// Fig. 8e: the conference's total utility each second, from every
+/// present session's worst-receiver goodput (solid), against the total
+/// utility of the optimum and of the baselines' maxima (dashed steps). A
+/// session counts while its participant is in the optimum (present).
+fn utility_lines(summary: &Summary, u: UtilitySummary) -> Vec<Line> {
+    let sessions: Vec<&FlowSummary> = summary
+        .flows
+        .iter()
+        .filter(|f| f.kind == "session")
+        .collect();
+    let mut achieved = Vec::new();
+    let len = sessions.iter().map(|f| f.series.len()).max().unwrap_or(0);
+    for k in 0..len {
+        let Some(t) = sessions.iter().find_map(|f| f.series.get(k)).map(|s| s.t_s) else {
+            continue;
+        };
+        let Some(step) = OptimumStep::at(&summary.optimum, mid(t)) else {
+            continue;
+        };
+        let present = step.rates.get("coded");
+        let total: f64 = sessions
+            .iter()
+            .filter(|f| present.is_some_and(|p| p.contains_key(&f.id)))
+            .filter_map(|f| f.series.get(k))
+            .map(|s| u.of_kbps(s.fig.recv_kbps_min))
+            .sum();
+        achieved.push((mid(t), total));
+    }
+    let mut lines = vec![Line {
+        label: "achieved (worst receivers)".into(),
+        points: achieved,
+        dashed: false,
+        color: 0,
+    }];
+    for (c, (scheme, label)) in OPTIMUM_LINES.into_iter().enumerate() {
+        let mut points = Vec::new();
+        for (k, step) in summary.optimum.iter().enumerate() {
+            let end = summary
+                .optimum
+                .get(k + 1)
+                .map_or(summary.duration_s, |n| n.from_s);
+            if let Some(rates) = step.rates.get(scheme) {
+                let v: f64 = rates.values().map(|&r| u.of_kbps(r)).sum();
+                points.extend([(step.from_s, v), (end, v)]);
+            }
+        }
+        lines.push(Line {
+            label: label.into(),
+            points,
+            dashed: true,
+            color: c + 1,
+        });
+    }
+    lines
+}
+
 /// Each frame's value held until the next frame's generation (the last
 /// for one frame interval, taken from the previous gap).
 fn frame_steps(frames: &[Frame], layer: fn(&Frame) -> u8) -> Vec<(f64, f64)> {
@@ -152,6 +219,7 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
         windows: windows.clone(),
         x_max,
         markers: false,
+        fit_y: false,
     };
     let mut out = Vec::new();
     let flows = &summary.flows;
@@ -191,15 +259,7 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
                 continue;
             }
             let mut lines = Vec::from(rate_lines(f, "", 0));
-            for (c, (scheme, label)) in [
-                ("coded", "optimum"),
-                ("twohop", "2-hop optimum"),
-                ("simulcast", "Simulcast maximum"),
-                ("mutualcast", "Mutualcast maximum"),
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (c, (scheme, label)) in OPTIMUM_LINES.into_iter().enumerate() {
                 lines.extend(steps(summary, &f.id, scheme, label, c + 1));
             }
             out.push(chart(
@@ -208,6 +268,17 @@ pub(super) fn charts(summary: &Summary, stats: &RunStats) -> Vec<Chart> {
                 "kbit/s (payload)",
                 lines,
             ));
+        }
+        if let Some(u) = summary.utility.filter(|_| !summary.optimum.is_empty()) {
+            out.push(Chart {
+                fit_y: true,
+                ..chart(
+                    "utility".into(),
+                    "total utility against the optimum",
+                    "Σ β·ln(z + δ), z in bit/s",
+                    utility_lines(summary, u),
+                )
+            });
         }
         let mut layers = Vec::new();
         for (i, f) in flows.iter().enumerate() {
@@ -330,6 +401,7 @@ pub(crate) fn xy_chart(
         windows: Vec::new(),
         x_max,
         markers: true,
+        fit_y: false,
     }
 }
 
@@ -353,13 +425,19 @@ where
 {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing {}: {e:?}", c.file);
     root.fill(&WHITE).map_err(e)?;
-    let y_max = c
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
+    let ys = || c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let (y_min, y_max) = if c.fit_y {
+        let lo = ys().fold(f64::INFINITY, f64::min);
+        let hi = ys().fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() {
+            let pad = ((hi - lo) * 0.1).max(1e-9);
+            (lo - pad, hi + pad)
+        } else {
+            (0.0, 1.0)
+        }
+    } else {
+        (0.0, ys().fold(0.0f64, f64::max).max(1e-9) * 1.1)
+    };
     let x_max = c.x_max.max(1.0);
     let mut chart = ChartBuilder::on(root)
         .caption(
@@ -369,7 +447,7 @@ where
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .build_cartesian_2d(0.0..x_max, y_min..y_max)
         .map_err(e)?;
     chart
         .configure_mesh()
@@ -384,7 +462,7 @@ where
     for &(a, b) in &c.windows {
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [(a, 0.0), (b, y_max)],
+                [(a, y_min), (b, y_max)],
                 shade.filled(),
             )))
             .map_err(e)?;
