@@ -430,6 +430,7 @@ const TIE: f64 = 0.05;
 /// relay side is on: the masks cannot say more). Raising every link in
 /// the cut raises every depth-2 tree whose two limits are not tied, at
 /// the same split (tested).
+///
 /// The two-layer graph's minimum cut is the wrong gradient here: it
 /// steered gain to links the fixed trees do not bind on while the ones
 /// they did bind on (a relay's links back across the bottleneck) only
