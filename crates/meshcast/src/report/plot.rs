@@ -69,14 +69,21 @@ fn series<T>(samples: &[T], f: impl Fn(&T) -> Option<(f64, f64)>) -> Vec<(f64, f
     samples.iter().filter_map(f).collect()
 }
 
+/// Every optimum step with the time it ends (the next step, or the run's end).
+fn optimum_spans(summary: &Summary) -> impl Iterator<Item = (&OptimumStep, f64)> {
+    let opt = &summary.optimum;
+    opt.iter().enumerate().map(move |(k, step)| {
+        let end = opt.get(k + 1).map_or(summary.duration_s, |n| n.from_s);
+        (step, end)
+    })
+}
+
 /// Session `id`'s rate under `scheme` as a step line over the run (one
 /// line per stretch the participant is present; the first is labelled).
 fn steps(summary: &Summary, id: &str, scheme: &str, label: &str, color: usize) -> Vec<Line> {
     let mut lines: Vec<Line> = Vec::new();
     let mut open = false;
-    let opt = &summary.optimum;
-    for (k, step) in opt.iter().enumerate() {
-        let end = opt.get(k + 1).map_or(summary.duration_s, |n| n.from_s);
+    for (step, end) in optimum_spans(summary) {
         match step.rates.get(scheme).and_then(|r| r.get(id)) {
             Some(&v) => {
                 if !open {
@@ -161,11 +168,7 @@ fn utility_lines(summary: &Summary, u: UtilitySummary) -> Vec<Line> {
     }];
     for (c, (scheme, label)) in OPTIMUM_LINES.into_iter().enumerate() {
         let mut points = Vec::new();
-        for (k, step) in summary.optimum.iter().enumerate() {
-            let end = summary
-                .optimum
-                .get(k + 1)
-                .map_or(summary.duration_s, |n| n.from_s);
+        for (step, end) in optimum_spans(summary) {
             if let Some(rates) = step.rates.get(scheme) {
                 let v: f64 = rates.values().map(|&r| u.of_kbps(r)).sum();
                 points.extend([(step.from_s, v), (end, v)]);
