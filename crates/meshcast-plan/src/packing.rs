@@ -421,9 +421,9 @@ fn mutualcast_split(g: &SessionGraph<'_>) -> (u64, u64, Vec<(usize, u64)>) {
 /// links at once and the standing queue passed the bound (30-50% loss).
 const TIE: f64 = 0.05;
 
-/// Mutualcast's subgradient as cut sides (the sides of [`Cut`]): the
-/// links whose rate limits [`mutualcast_split`] at its split. A relay
-/// whose tree is held back by its source link (`c[s][r] − x₀ ≤ m_r`)
+/// Mutualcast's critical cut: its rate, and as the cut's sides its
+/// subgradient, the links whose rate limits [`mutualcast_split`] at its
+/// split. A relay whose tree is held back by its source link (`c[s][r] − x₀ ≤ m_r`)
 /// puts `s → r` in the cut (relay side off); one held back by forwarding
 /// puts its smallest links `r → t` in (their receivers' side off, which
 /// also brings in the same receivers' links from the other relays whose
@@ -435,8 +435,8 @@ const TIE: f64 = 0.05;
 /// steered gain to links the fixed trees do not bind on while the ones
 /// they did bind on (a relay's links back across the bottleneck) only
 /// saw prices and shrank.
-fn mutualcast_cut(g: &SessionGraph<'_>) -> (Vec<bool>, Vec<bool>) {
-    let (_, x0, per_relay) = mutualcast_split(g);
+fn mutualcast_cut(g: &SessionGraph<'_>) -> Cut {
+    let (rate, x0, per_relay) = mutualcast_split(g);
     let s = g.source;
     let mut relay_side = vec![true; g.n];
     let mut recv_side = vec![true; g.n];
@@ -457,7 +457,13 @@ fn mutualcast_cut(g: &SessionGraph<'_>) -> (Vec<bool>, Vec<bool>) {
             }
         }
     }
-    (relay_side, recv_side)
+    Cut {
+        rate,
+        source: s,
+        relay_side,
+        recv_side,
+        source_links_only: false,
+    }
 }
 
 /// Pack the session's trees (Algorithm 2 line 1).
@@ -854,16 +860,7 @@ pub fn critical_cut(g: &SessionGraph<'_>, model: Model) -> Cut {
                 source_links_only: true,
             }
         }
-        Model::Mutualcast => {
-            let (relay_side, recv_side) = mutualcast_cut(g);
-            Cut {
-                rate: mutualcast_split(g).0,
-                source: g.source,
-                relay_side,
-                recv_side,
-                source_links_only: false,
-            }
-        }
+        Model::Mutualcast => mutualcast_cut(g),
         Model::TwoHop => {
             let (fg, recv, sinks) = two_layer_graph(g);
             let k = recv.len();
