@@ -991,8 +991,11 @@ impl CelerityPeer {
         };
         let packing = meshcast_plan::pack(&g, self.cfg.model);
         let cut = meshcast_plan::critical_cut(&g, self.cfg.model);
-        let mut relay_side = u16::MAX;
-        let mut recv_side = u16::MAX;
+        // Bits past the conference's members stay clear: a conference of
+        // up to eight members then sends one-byte masks.
+        let all = ((1u32 << self.n) - 1) as u16;
+        let mut relay_side = all;
+        let mut recv_side = all;
         for (a, &m) in members.iter().enumerate() {
             if !cut.relay_side[a] {
                 relay_side &= !(1 << m);
