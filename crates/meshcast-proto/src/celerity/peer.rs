@@ -1406,9 +1406,15 @@ impl CelerityPeer {
         s.uprime = f64::from(header.uprime);
         s.relay_side = header.relay_side;
         s.recv_side = header.recv_side;
-        let age_us = micros(now).wrapping_sub(header.origin_ts_us);
-        let age = Duration::from_micros(u64::from(age_us));
-        if age_us > (1 << 31) || age > self.cfg.params.delay_bound {
+        // The origin timestamp is the source's clock. Over real networks
+        // the clocks are synchronised only so well (meshcast-net): a
+        // packet that seems to come from a little in the future came from
+        // a source whose clock runs ahead, and its age counts as zero,
+        // not as the 71 minutes the wrapping difference says (which
+        // dropped whole sessions as late on loopback, 10-34 µs apart).
+        let age_us = (micros(now).wrapping_sub(header.origin_ts_us) as i32).max(0);
+        let age = Duration::from_micros(age_us as u64);
+        if age > self.cfg.params.delay_bound {
             self.counters.late += 1;
             return;
         }
