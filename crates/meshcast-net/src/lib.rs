@@ -1,0 +1,418 @@
+//! # meshcast-net: the real UDP runtime
+//!
+//! The simulator proves the protocols; this crate runs the same sans-IO
+//! state machines ([`Endpoint`]) between real processes over real UDP
+//! sockets. A [`Node`] owns one endpoint and one socket and is a thin
+//! loop around the endpoint's surface, as `meshcast-sim` is:
+//!
+//! - **The drain rule.** After every input — a datagram
+//!   ([`Endpoint::handle_datagram`]) or a due timer
+//!   ([`Endpoint::handle_timeout`]) — the node drains
+//!   [`Endpoint::poll_transmit`] and [`Endpoint::poll_event`] until both
+//!   return `None`, sends what it got, and then waits for the earlier of
+//!   [`Endpoint::poll_timeout`] and the next datagram.
+//! - **Time.** The protocol's [`Time`] counts nanoseconds from an epoch:
+//!   the moment the node was created ([`Node::new`]), or a wall-clock
+//!   instant every node of a deployment shares ([`Node::with_epoch`]);
+//!   from there it advances with the monotonic clock
+//!   ([`std::time::Instant`]). Real time is converted here and nowhere
+//!   else. Link measurements need no common clock (Celerity measures
+//!   queuing delay against a base delay, so offsets cancel), but the
+//!   end-to-end delay bound compares a packet's origin timestamp (the
+//!   source's clock) with the receiver's: a conference needs a shared
+//!   epoch and wall clocks synchronised well within the bound (NTP keeps
+//!   them within a few milliseconds). Without it a receiver whose clock
+//!   runs behind the source's sees every packet from the future and drops
+//!   it as late (found by the loopback test: nodes created a few
+//!   milliseconds apart lost whole sessions).
+//! - **Addresses.** Endpoints speak [`Addr`] (node, port). An [`AddrBook`]
+//!   maps them to socket addresses and back; a datagram from a socket
+//!   address the book does not know is dropped and counted
+//!   ([`NetCounters::unknown_source`]), as is a transmit to an `Addr` it
+//!   does not know.
+//! - **Batching.** Sockets go through `quinn-udp`, which receives with
+//!   `recvmmsg` and GRO where the kernel has them, and the node sends
+//!   consecutive datagrams to one destination of one size as a single GSO
+//!   send (`UDP_SEGMENT`; the last may be shorter). `../shared/EVIDENCE.md`
+//!   measured GSO and GRO as what moves packet rates on these machines;
+//!   batching alone gains about 20%.
+//! - **Errors.** UDP is unreliable and the protocols recover; a failed
+//!   send (for example "connection refused" while a peer is not up yet)
+//!   is counted ([`NetCounters::send_errors`]), never fatal. Only a socket
+//!   that cannot be set up or polled at all ends [`Node::run`] with an
+//!   error.
+//! - **Leaving.** When the `stop` future given to [`Node::run`] completes
+//!   (a deadline, or SIGINT/SIGTERM in `meshcast node`), the node calls
+//!   [`Endpoint::handle_close`], sends what that queued (Celerity's Bye)
+//!   and returns the endpoint with its counters.
+
+use meshcast_core::{Addr, Endpoint, Event, Time, Transmit};
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+
+/// Datagrams received per `recvmmsg` call.
+const RECV_BATCH: usize = 8;
+/// Bytes of one receive buffer: a GRO batch of up to 64 segments of
+/// 1024 bytes, or one datagram of the largest UDP payload.
+const RECV_BUF: usize = 1 << 16;
+
+/// Why an [`AddrBook`] entry was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BookError {
+    /// The endpoint address is already in the book.
+    DuplicateAddr(Addr),
+    /// The socket address is already in the book (for another `Addr`).
+    DuplicateSocket(SocketAddr),
+}
+
+impl std::fmt::Display for BookError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BookError::DuplicateAddr(a) => write!(f, "{a:?} is listed twice"),
+            BookError::DuplicateSocket(s) => write!(f, "socket address {s} is listed twice"),
+        }
+    }
+}
+
+impl std::error::Error for BookError {}
+
+/// Endpoint addresses and the socket addresses they are reached at.
+#[derive(Clone, Debug, Default)]
+pub struct AddrBook {
+    to_socket: HashMap<Addr, SocketAddr>,
+    to_addr: HashMap<SocketAddr, Addr>,
+}
+
+impl AddrBook {
+    /// An empty book.
+    pub fn new() -> AddrBook {
+        AddrBook::default()
+    }
+
+    /// Add `addr` at `socket`; each may appear once.
+    pub fn insert(&mut self, addr: Addr, socket: SocketAddr) -> Result<(), BookError> {
+        if self.to_socket.contains_key(&addr) {
+            return Err(BookError::DuplicateAddr(addr));
+        }
+        if self.to_addr.contains_key(&socket) {
+            return Err(BookError::DuplicateSocket(socket));
+        }
+        self.to_socket.insert(addr, socket);
+        self.to_addr.insert(socket, addr);
+        Ok(())
+    }
+
+    /// Where `addr` is reached.
+    pub fn socket(&self, addr: Addr) -> Option<SocketAddr> {
+        self.to_socket.get(&addr).copied()
+    }
+
+    /// Which endpoint sends from `socket`.
+    pub fn addr(&self, socket: SocketAddr) -> Option<Addr> {
+        self.to_addr.get(&socket).copied()
+    }
+}
+
+/// What a node's socket did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetCounters {
+    /// Datagrams handed to the endpoint.
+    pub datagrams_in: u64,
+    /// Their bytes (UDP payload).
+    pub bytes_in: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+    /// Their bytes (UDP payload).
+    pub bytes_out: u64,
+    /// Send calls that carried more than one datagram (GSO).
+    pub gso_sends: u64,
+    /// Datagrams from socket addresses not in the book (dropped).
+    pub unknown_source: u64,
+    /// Transmits to endpoint addresses not in the book (dropped).
+    pub unknown_destination: u64,
+    /// Datagrams the kernel refused to send (dropped).
+    pub send_errors: u64,
+    /// Receive calls that failed with something other than "would block".
+    pub recv_errors: u64,
+}
+
+/// What [`Node::run`] hands back.
+#[derive(Debug)]
+pub struct Finished<E> {
+    /// The endpoint, after [`Endpoint::handle_close`].
+    pub endpoint: E,
+    /// What the socket did.
+    pub counters: NetCounters,
+}
+
+/// One endpoint on one UDP socket.
+pub struct Node<E> {
+    endpoint: E,
+    socket: UdpSocket,
+    state: quinn_udp::UdpSocketState,
+    book: AddrBook,
+    start: Instant,
+    /// Protocol time at `start`.
+    origin: Duration,
+    counters: NetCounters,
+}
+
+impl<E: Endpoint> Node<E> {
+    /// Bind a UDP socket at `listen` and put `endpoint` on it. Must be
+    /// called within a Tokio runtime (the socket registers with its
+    /// reactor).
+    pub fn bind(endpoint: E, listen: SocketAddr, book: AddrBook) -> io::Result<Node<E>> {
+        let socket = std::net::UdpSocket::bind(listen)?;
+        Node::new(endpoint, socket, book)
+    }
+
+    /// Put `endpoint` on an already bound socket (a test binds port 0
+    /// first to learn the port), with protocol time starting at zero now.
+    /// Must be called within a Tokio runtime.
+    pub fn new(endpoint: E, socket: std::net::UdpSocket, book: AddrBook) -> io::Result<Node<E>> {
+        Node::with_origin(endpoint, socket, book, Duration::ZERO)
+    }
+
+    /// As [`Node::new`], with protocol time counted from `epoch` on the
+    /// wall clock, which every node of the deployment shares (a node
+    /// created before `epoch` starts at zero).
+    pub fn with_epoch(
+        endpoint: E,
+        socket: std::net::UdpSocket,
+        book: AddrBook,
+        epoch: SystemTime,
+    ) -> io::Result<Node<E>> {
+        let origin = SystemTime::now()
+            .duration_since(epoch)
+            .unwrap_or(Duration::ZERO);
+        Node::with_origin(endpoint, socket, book, origin)
+    }
+
+    fn with_origin(
+        endpoint: E,
+        socket: std::net::UdpSocket,
+        book: AddrBook,
+        origin: Duration,
+    ) -> io::Result<Node<E>> {
+        socket.set_nonblocking(true)?;
+        let state = quinn_udp::UdpSocketState::new((&socket).into())?;
+        let socket = UdpSocket::from_std(socket)?;
+        Ok(Node {
+            endpoint,
+            socket,
+            state,
+            book,
+            start: Instant::now(),
+            origin,
+            counters: NetCounters::default(),
+        })
+    }
+
+    /// The socket's local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// The endpoint (for reading its state; drive it only through
+    /// [`Node::run`]).
+    pub fn endpoint(&self) -> &E {
+        &self.endpoint
+    }
+
+    /// The protocol time now.
+    pub fn now(&self) -> Time {
+        let t = self.origin + self.start.elapsed();
+        Time::from_nanos(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The real instant of protocol time `t` (now, for a time already
+    /// past).
+    fn instant(&self, t: Time) -> tokio::time::Instant {
+        let since = Duration::from_nanos(t.as_nanos()).saturating_sub(self.origin);
+        tokio::time::Instant::from_std(self.start + since)
+    }
+
+    /// Run the endpoint until `stop` completes, reporting every event it
+    /// emits to `on_event` with the protocol time it was drained at; then
+    /// close it ([`Endpoint::handle_close`]), send its last datagrams and
+    /// hand it back.
+    pub async fn run<F, H>(mut self, stop: F, mut on_event: H) -> io::Result<Finished<E>>
+    where
+        F: Future<Output = ()>,
+        H: FnMut(Time, Event),
+    {
+        let mut bufs = vec![vec![0u8; RECV_BUF]; RECV_BATCH];
+        let mut meta = vec![quinn_udp::RecvMeta::default(); RECV_BATCH];
+        tokio::pin!(stop);
+        loop {
+            self.drain(&mut on_event).await?;
+            let deadline = self.endpoint.poll_timeout();
+            let sleep = async {
+                match deadline {
+                    Some(t) => tokio::time::sleep_until(self.instant(t)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                ready = self.socket.readable() => {
+                    ready?;
+                    self.receive(&mut bufs, &mut meta);
+                }
+                () = sleep => {
+                    let now = self.now();
+                    self.endpoint.handle_timeout(now);
+                }
+            }
+        }
+        let now = self.now();
+        self.endpoint.handle_close(now);
+        self.drain(&mut on_event).await?;
+        Ok(Finished {
+            endpoint: self.endpoint,
+            counters: self.counters,
+        })
+    }
+
+    /// Read every datagram waiting on the socket into the endpoint.
+    fn receive(&mut self, bufs: &mut [Vec<u8>], meta: &mut [quinn_udp::RecvMeta]) {
+        loop {
+            let state = &self.state;
+            let socket = &self.socket;
+            let got = socket.try_io(Interest::READABLE, || {
+                let mut iovs: Vec<IoSliceMut<'_>> =
+                    bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                state.recv(socket.into(), &mut iovs, meta)
+            });
+            let n = match got {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // An ICMP error surfacing on the socket, for instance:
+                    // nothing to read this time, the socket still works.
+                    self.counters.recv_errors += 1;
+                    return;
+                }
+            };
+            let now = self.now();
+            for (m, buf) in meta.iter().zip(bufs.iter()).take(n) {
+                let data = &buf[..m.len.min(buf.len())];
+                let Some(from) = self.book.addr(m.addr) else {
+                    self.counters.unknown_source += 1;
+                    continue;
+                };
+                // With GRO one buffer holds several datagrams of `stride`
+                // bytes (the last may be shorter).
+                for datagram in data.chunks(m.stride.max(1)) {
+                    self.counters.datagrams_in += 1;
+                    self.counters.bytes_in += datagram.len() as u64;
+                    self.endpoint.handle_datagram(now, from, datagram);
+                }
+            }
+        }
+    }
+
+    /// Drain the endpoint's transmits and events; send the transmits.
+    async fn drain<H: FnMut(Time, Event)>(&mut self, on_event: &mut H) -> io::Result<()> {
+        let now = self.now();
+        let mut out: Vec<Transmit> = Vec::new();
+        loop {
+            let mut any = false;
+            while let Some(t) = self.endpoint.poll_transmit(now) {
+                out.push(t);
+                any = true;
+            }
+            while let Some(e) = self.endpoint.poll_event() {
+                on_event(now, e);
+                any = true;
+            }
+            if !any {
+                break;
+            }
+        }
+        self.send_all(out).await
+    }
+
+    /// Send `out` in order, one GSO send per run of datagrams to one
+    /// destination with one size (the last of a run may be shorter).
+    async fn send_all(&mut self, out: Vec<Transmit>) -> io::Result<()> {
+        let max_segments = self.state.max_gso_segments().max(1);
+        let mut i = 0;
+        let mut batch = Vec::new();
+        while i < out.len() {
+            let Some(dest) = self.book.socket(out[i].to) else {
+                self.counters.unknown_destination += 1;
+                i += 1;
+                continue;
+            };
+            let size = out[i].payload.len();
+            let mut j = i + 1;
+            while j < out.len()
+                && j - i < max_segments
+                && out[j].to == out[i].to
+                && out[j - 1].payload.len() == size
+                && out[j].payload.len() <= size
+                && size > 0
+            {
+                j += 1;
+            }
+            batch.clear();
+            for t in &out[i..j] {
+                batch.extend_from_slice(&t.payload);
+            }
+            let count = j - i;
+            self.send_one(dest, &batch, (count > 1).then_some(size))
+                .await?;
+            if count > 1 {
+                self.counters.gso_sends += 1;
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// One send call: `contents` to `dest`, as segments of `segment` bytes
+    /// when given.
+    async fn send_one(
+        &mut self,
+        dest: SocketAddr,
+        contents: &[u8],
+        segment: Option<usize>,
+    ) -> io::Result<()> {
+        let count = segment.map_or(1, |s| contents.len().div_ceil(s)) as u64;
+        let transmit = quinn_udp::Transmit {
+            destination: dest,
+            ecn: None,
+            contents,
+            segment_size: segment,
+            src_ip: None,
+        };
+        loop {
+            let state = &self.state;
+            let socket = &self.socket;
+            let sent = socket.try_io(Interest::WRITABLE, || {
+                state.try_send(socket.into(), &transmit)
+            });
+            match sent {
+                Ok(()) => {
+                    self.counters.datagrams_out += count;
+                    self.counters.bytes_out += contents.len() as u64;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.socket.writable().await?;
+                }
+                Err(_) => {
+                    self.counters.send_errors += count;
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
