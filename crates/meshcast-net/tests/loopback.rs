@@ -78,6 +78,7 @@ async fn four_celerity_peers_over_loopback_reach_their_rate_cap() {
         assert_eq!(net.unknown_destination, 0, "{net:?}");
         for (m, bytes) in got.iter().enumerate().filter(|&(m, _)| m != me) {
             let kbps = *bytes as f64 * 8.0 / 1e3 / secs;
+            eprintln!("session {m} at receiver {me}: {kbps:.1} kbit/s");
             assert!(
                 (0.95 * CAP_KBPS..=1.05 * CAP_KBPS).contains(&kbps),
                 "session {m} at receiver {me}: {kbps:.1} kbit/s ({net:?})"
