@@ -4,6 +4,7 @@
 pub mod build;
 pub mod conference;
 pub mod layered;
+pub mod node;
 pub mod overrides;
 pub mod report;
 pub mod scenario;

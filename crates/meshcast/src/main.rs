@@ -2,7 +2,9 @@
 //!
 //! `meshcast run SCENARIO` runs a scenario in the deterministic simulator
 //! and writes its report; `meshcast sweep SCENARIO --vary KEY=V1,V2,...`
-//! runs it over a grid of values and plots the figures against them.
+//! runs it over a grid of values and plots the figures against them;
+//! `meshcast node --config NODE.toml` runs one participant of a real
+//! deployment over UDP.
 //!
 //! Exit status: 0 on success, 2 for bad input (a scenario or option that
 //! cannot be used; nothing is written), 1 when the run could not write its
@@ -12,6 +14,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use meshcast::build::{build, end_of};
+use meshcast::node::{NodeConfig, run_node, write_node};
 use meshcast::overrides::Override;
 use meshcast::report::{Summary, results_table, write_all};
 use meshcast::scenario::Scenario;
@@ -41,6 +44,60 @@ enum Command {
     /// Print the central optimum of a conference scenario's sessions (kbit/s
     /// per participant, for each delivery scheme) as JSON.
     Optimum(OptimumArgs),
+    /// Run one participant of a real deployment over UDP until its
+    /// duration is over or SIGINT/SIGTERM arrives, then leave the
+    /// conference and write what it saw (docs/node.md).
+    Node(NodeArgs),
+}
+
+#[derive(clap::Args)]
+struct NodeArgs {
+    /// The node's configuration (TOML; docs/node.md).
+    #[arg(long, value_name = "NODE.toml")]
+    config: PathBuf,
+    /// Where to write summary.json and series.csv [default: out/node-<id>/].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print summary.json to stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn node(args: NodeArgs) -> Result<(), Failure> {
+    let cfg = NodeConfig::load(&args.config).map_err(bad_input)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(format!("node-{}", cfg.id)));
+    let fail = |error| Failure { status: 1, error };
+    let summary = run_node(&cfg, |addr| {
+        eprintln!(
+            "node {} listening on {addr}{}",
+            cfg.id,
+            match cfg.duration {
+                Some(d) => format!(" for {} s", d.as_secs_f64()),
+                None => " until SIGINT or SIGTERM".to_owned(),
+            }
+        );
+    })
+    .map_err(fail)?;
+    write_node(&out, &summary).map_err(fail)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).map_err(|e| fail(e.into()))?
+        );
+    } else {
+        println!("session  send kbit/s  received here kbit/s");
+        for f in &summary.flows {
+            println!(
+                "{:<8} {:>11.1}  {:>20.1}",
+                f.id, f.total.send_kbps, f.total.recv_kbps_min
+            );
+        }
+        println!("written to {}", out.display());
+    }
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -248,6 +305,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Sweep(args) => sweep(args),
         Command::Optimum(args) => optimum(args),
+        Command::Node(args) => node(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -299,7 +299,24 @@ pub(crate) struct Locator<'a> {
     lines: Vec<Result<usize, String>>,
 }
 
-impl Locator<'_> {
+impl<'a> Locator<'a> {
+    /// Places in `text`, the unmodified contents of `file`.
+    pub(crate) fn plain(file: &'a str, text: &'a str) -> Locator<'a> {
+        Locator {
+            file,
+            text,
+            lines: (1..=text.lines().count()).map(Ok).collect(),
+        }
+    }
+
+    /// A TOML syntax or shape error, at its place and under the key
+    /// written there.
+    pub(crate) fn toml_error(&self, e: &toml::de::Error) -> ScenarioError {
+        let span = e.span().unwrap_or(0..0);
+        let field = self.key_at(span.clone());
+        self.err(span, &field, e.message().trim())
+    }
+
     pub(crate) fn err(
         &self,
         span: Range<usize>,
@@ -372,11 +389,7 @@ impl Scenario {
             text: &text,
             lines,
         };
-        let raw: RawScenario = toml::from_str(&text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            let field = loc.key_at(span.clone());
-            loc.err(span, &field, e.message().trim())
-        })?;
+        let raw: RawScenario = toml::from_str(&text).map_err(|e| loc.toml_error(&e))?;
         Scenario::from_raw(raw, &loc)
     }
 

@@ -556,3 +556,82 @@ fn sweep_runs_the_grid_and_writes_its_outputs() {
     );
     assert!(!out.join("bad").exists(), "nothing written");
 }
+
+/// `meshcast node` (issue 5): three real processes on loopback, one per
+/// participant, for 12 s with a 300 kbit/s application cap. Each exits 0
+/// when its duration is over and writes what it saw; in the last three
+/// seconds every other session arrives at it at its cap (a 1-s bin holds
+/// 26 or 27 packets of 1400 bytes: 291 or 302 kbit/s).
+#[test]
+fn node_processes_over_loopback_reach_their_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports: Vec<u16> = {
+        let socks: Vec<std::net::UdpSocket> = (0..3)
+            .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        socks
+            .iter()
+            .map(|s| s.local_addr().unwrap().port())
+            .collect()
+    };
+    let ids = ["A", "B", "C"];
+    let children: Vec<std::process::Child> = ids
+        .iter()
+        .map(|id| {
+            let mut toml = format!(
+                "id = \"{id}\"\nduration_s = 12\n\n[conference]\nparticipants = [\"A\", \"B\", \"C\"]\nmax_rate_kbps = 300\n\n[peers]\n"
+            );
+            for (p, port) in ids.iter().zip(&ports) {
+                toml += &format!("{p} = \"127.0.0.1:{port}\"\n");
+            }
+            let cfg = dir.path().join(format!("{id}.toml"));
+            std::fs::write(&cfg, toml).unwrap();
+            let out = dir.path().join(format!("out-{id}"));
+            Command::new(env!("CARGO_BIN_EXE_meshcast"))
+                .args(["node", "--config"])
+                .arg(&cfg)
+                .arg("--out")
+                .arg(&out)
+                .arg("--json")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (id, child) in ids.iter().zip(children) {
+        let done = child.wait_with_output().unwrap();
+        assert!(
+            done.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    for id in ids {
+        let out = dir.path().join(format!("out-{id}"));
+        let s: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(s["node"], id);
+        assert_eq!(s["peer"]["late"], 0, "{id}: {}", s["peer"]);
+        for f in s["flows"].as_array().unwrap() {
+            if f["id"] == id {
+                continue;
+            }
+            let series = f["series"].as_array().unwrap();
+            assert!(series.len() >= 11, "{id}: {} seconds", series.len());
+            let last: Vec<f64> = series[series.len() - 3..]
+                .iter()
+                .map(|x| x["recv_kbps_min"].as_f64().unwrap())
+                .collect();
+            let mean = last.iter().sum::<f64>() / 3.0;
+            assert!(
+                (0.95 * 300.0..=1.05 * 300.0).contains(&mean),
+                "session {} at {id}: {last:?}",
+                f["id"]
+            );
+        }
+        let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
+        assert!(csv.starts_with("t_s,entity,id,metric,value\n"));
+    }
+}

@@ -1,0 +1,448 @@
+//! `meshcast node --config NODE.toml`: one participant of a real
+//! deployment, over real UDP (`meshcast-net`).
+//!
+//! The configuration names the participant this process is, where it
+//! listens, the conference (the same `[conference]` keys as a scenario's:
+//! docs/scenario-format.md) and every participant's socket address
+//! (`[peers]`). docs/node.md has the format. The node runs until its
+//! `duration_s` is over or it gets SIGINT or SIGTERM, then leaves the
+//! conference (a Bye to every peer) and writes what it saw: `summary.json`
+//! and `series.csv` with the simulator's per-flow figures, from this
+//! node's side (its own session's send rate; every other session's rate,
+//! delay and loss as received here).
+
+use crate::conference::{CONFERENCE_PORT, Conference, RawConference, check};
+use crate::report::{FlowSample, FlowSummary, SCHEMA_VERSION, flow_metrics};
+use crate::scenario::{Locator, ScenarioError};
+use anyhow::Context as _;
+use meshcast_core::metrics::FlowRecorder;
+use meshcast_core::{Addr, Event, FlowId, NodeId, Time};
+use meshcast_net::{AddrBook, NetCounters, Node};
+use meshcast_proto::celerity::{CelerityConfig, CelerityPeer, PeerCounters};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use toml::Spanned;
+
+/// A checked node configuration.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// This participant's name.
+    pub id: String,
+    /// Its index in the conference's participants.
+    pub me: usize,
+    /// Where it listens.
+    pub listen: SocketAddr,
+    /// How long it stays (`None`: until SIGINT or SIGTERM).
+    pub duration: Option<Duration>,
+    /// The wall-clock instant protocol time counts from, shared by every
+    /// node (the delay bound compares the source's clock with the
+    /// receiver's).
+    pub epoch: SystemTime,
+    /// The conference.
+    pub conference: Conference,
+    /// Every participant's socket address, in participant order.
+    pub peers: Vec<SocketAddr>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    id: Spanned<String>,
+    listen: Option<Spanned<String>>,
+    duration_s: Option<Spanned<f64>>,
+    epoch_unix_s: Option<Spanned<f64>>,
+    conference: RawConference,
+    peers: Spanned<BTreeMap<String, Spanned<String>>>,
+}
+
+fn socket_addr(
+    text: &Spanned<String>,
+    field: &str,
+    loc: &Locator<'_>,
+) -> Result<SocketAddr, ScenarioError> {
+    text.get_ref()
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            loc.err(
+                text.span(),
+                field,
+                format!("{:?} is not a host:port address", text.get_ref()),
+            )
+        })
+}
+
+impl NodeConfig {
+    /// Read and check the configuration in `path`.
+    pub fn load(path: &Path) -> Result<NodeConfig, ScenarioError> {
+        let file = path.display().to_string();
+        let text = crate::scenario::Scenario::read(path)?;
+        NodeConfig::parse(&file, &text)
+    }
+
+    /// Check the configuration `text` (from `file`, for messages).
+    pub fn parse(file: &str, text: &str) -> Result<NodeConfig, ScenarioError> {
+        let loc = Locator::plain(file, text);
+        let raw: RawNode = toml::from_str(text).map_err(|e| loc.toml_error(&e))?;
+        let peers = raw.peers.get_ref();
+        let node_ref = |name: &Spanned<String>, field: &str| -> Result<String, ScenarioError> {
+            let n = name.get_ref().trim();
+            if peers.contains_key(n) {
+                Ok(n.to_owned())
+            } else {
+                Err(loc.err(
+                    name.span(),
+                    field,
+                    format!("{n:?} has no address in [peers]"),
+                ))
+            }
+        };
+        let conference = check(&raw.conference, &loc, &node_ref)?;
+        for name in peers.keys() {
+            if !conference.participants.contains(name) {
+                return Err(loc.err(
+                    raw.peers.span(),
+                    &format!("peers.{name}"),
+                    format!("{name:?} is not among conference.participants"),
+                ));
+            }
+        }
+        let id = raw.id.get_ref().trim().to_owned();
+        let me = conference
+            .participants
+            .iter()
+            .position(|p| *p == id)
+            .ok_or_else(|| {
+                loc.err(
+                    raw.id.span(),
+                    "id",
+                    format!("{id:?} is not among conference.participants"),
+                )
+            })?;
+        let mut addrs = Vec::new();
+        for p in &conference.participants {
+            let text = &peers[p];
+            let a = socket_addr(text, &format!("peers.{p}"), &loc)?;
+            if addrs.contains(&a) {
+                return Err(loc.err(
+                    text.span(),
+                    &format!("peers.{p}"),
+                    format!("{a} is listed twice"),
+                ));
+            }
+            addrs.push(a);
+        }
+        let listen = match &raw.listen {
+            Some(l) => socket_addr(l, "listen", &loc)?,
+            None => addrs[me],
+        };
+        let duration = match &raw.duration_s {
+            None => None,
+            Some(d) if d.get_ref().is_finite() && *d.get_ref() > 0.0 => {
+                Some(Duration::from_secs_f64(*d.get_ref()))
+            }
+            Some(d) => return Err(loc.err(d.span(), "duration_s", "must be a positive number")),
+        };
+        let epoch = match &raw.epoch_unix_s {
+            None => UNIX_EPOCH,
+            Some(e) if e.get_ref().is_finite() && *e.get_ref() >= 0.0 => {
+                UNIX_EPOCH + Duration::from_secs_f64(*e.get_ref())
+            }
+            Some(e) => {
+                return Err(loc.err(e.span(), "epoch_unix_s", "must be a number >= 0"));
+            }
+        };
+        Ok(NodeConfig {
+            id,
+            me,
+            listen,
+            duration,
+            epoch,
+            conference,
+            peers: addrs,
+        })
+    }
+}
+
+/// What a node writes as `summary.json`.
+#[derive(Serialize, Debug, Clone)]
+pub struct NodeSummary {
+    /// Version of the schema (the same numbering as a run's).
+    pub schema_version: u32,
+    /// The participant.
+    pub node: String,
+    /// Seconds it ran.
+    pub duration_s: f64,
+    /// Every session, from this node's side: its own with its send rate,
+    /// the others with what arrived here (`receivers` is this node).
+    pub flows: Vec<FlowSummary>,
+    /// What its socket did.
+    pub net: NetSummary,
+    /// What its peer counted.
+    pub peer: PeerSummary,
+}
+
+/// [`NetCounters`] for the summary.
+#[derive(Serialize, Debug, Clone, Copy)]
+pub struct NetSummary {
+    /// Datagrams received and handed to the peer.
+    pub datagrams_in: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+    /// Sends that carried several datagrams (GSO).
+    pub gso_sends: u64,
+    /// Datagrams from addresses not in `[peers]`.
+    pub unknown_source: u64,
+    /// Datagrams the kernel refused to send.
+    pub send_errors: u64,
+}
+
+/// [`PeerCounters`] for the summary.
+#[derive(Serialize, Debug, Clone, Copy)]
+pub struct PeerSummary {
+    /// Data packets dropped as older than the delay bound.
+    pub late: u64,
+    /// Packets a head dropped for want of link rate.
+    pub shaped: u64,
+    /// Duplicate data packets.
+    pub duplicates: u64,
+    /// Unparsable datagrams.
+    pub malformed: u64,
+}
+
+impl NetSummary {
+    fn of(c: &NetCounters) -> NetSummary {
+        NetSummary {
+            datagrams_in: c.datagrams_in,
+            datagrams_out: c.datagrams_out,
+            gso_sends: c.gso_sends,
+            unknown_source: c.unknown_source,
+            send_errors: c.send_errors,
+        }
+    }
+}
+
+impl PeerSummary {
+    fn of(c: &PeerCounters) -> PeerSummary {
+        PeerSummary {
+            late: c.late,
+            shaped: c.shaped,
+            duplicates: c.duplicates,
+            malformed: c.malformed,
+        }
+    }
+}
+
+/// Run the node until its duration is over or SIGINT/SIGTERM arrives;
+/// `started` is told the socket's address once it is bound.
+pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::Result<NodeSummary> {
+    let n = cfg.conference.participants.len();
+    let addrs: Vec<Addr> = (0..n)
+        .map(|i| Addr::new(NodeId(i as u32), CONFERENCE_PORT))
+        .collect();
+    let mut book = AddrBook::new();
+    for (a, s) in addrs.iter().zip(&cfg.peers) {
+        book.insert(*a, *s)?;
+    }
+    let peer = CelerityPeer::new(CelerityConfig {
+        me: cfg.me,
+        participants: addrs,
+        flows: (0..n).map(|i| FlowId(i as u32)).collect(),
+        model: cfg.conference.model(),
+        params: cfg.conference.params.clone(),
+    })?;
+    let mut rec = FlowRecorder::new();
+    for (i, name) in cfg.conference.participants.iter().enumerate() {
+        let receivers = if i == cfg.me {
+            Vec::new()
+        } else {
+            vec![NodeId(cfg.me as u32)]
+        };
+        rec.add_flow(name.clone(), "session", NodeId(i as u32), receivers);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let me = NodeId(cfg.me as u32);
+    let (done, ran) = runtime.block_on(async {
+        let socket = std::net::UdpSocket::bind(cfg.listen)
+            .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+        let node = Node::with_epoch(peer, socket, book, cfg.epoch)?;
+        started(node.local_addr()?);
+        // Reports count seconds from this node's start; the protocol's
+        // clock counts from the shared epoch.
+        let start = node.now();
+        let clock = std::time::Instant::now();
+        let rel = |t: Time| Time::from_nanos(t.saturating_since(start).as_nanos());
+        let done = node
+            .run(stop_signal(cfg.duration), |now, event| match event {
+                Event::FlowSent {
+                    flow,
+                    payload_bytes,
+                } => rec.sent(flow, rel(now), payload_bytes),
+                Event::FlowReceived {
+                    flow,
+                    payload_bytes,
+                    sent_at,
+                } => rec.received(flow, me, rel(now), payload_bytes, rel(sent_at)),
+                Event::BytesSent {
+                    media,
+                    header,
+                    control,
+                } => rec.bytes_sent(rel(now), media, header, control),
+                _ => {}
+            })
+            .await?;
+        anyhow::Ok((done, clock.elapsed()))
+    })?;
+    let end = Time::from_nanos(u64::try_from(ran.as_nanos()).unwrap_or(u64::MAX));
+    // Whole seconds only: the moments between the last full second and
+    // the stop would show as a second with nothing received.
+    let secs = end.as_nanos() / 1_000_000_000;
+    let end = Time::from_secs(secs);
+    let flows = rec
+        .flows()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FlowSummary {
+            id: f.name.clone(),
+            kind: f.kind.clone(),
+            source: f.name.clone(),
+            receivers: if i == cfg.me {
+                Vec::new()
+            } else {
+                vec![cfg.id.clone()]
+            },
+            total: f.figures(0, secs, end),
+            series: (0..secs)
+                .map(|t| FlowSample {
+                    t_s: t,
+                    fig: f.figures(t, t + 1, end),
+                    layered: None,
+                })
+                .collect(),
+            windows: Vec::new(),
+            layered: None,
+        })
+        .collect();
+    Ok(NodeSummary {
+        schema_version: SCHEMA_VERSION,
+        node: cfg.id.clone(),
+        duration_s: end.as_secs_f64(),
+        flows,
+        net: NetSummary::of(&done.counters),
+        peer: PeerSummary::of(done.endpoint.counters()),
+    })
+}
+
+/// Completes when `duration` is over (if given) or SIGINT/SIGTERM arrives.
+async fn stop_signal(duration: Option<Duration>) {
+    let deadline = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = deadline => {}
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}
+
+/// Write `summary.json` and `series.csv` (the simulator's columns:
+/// `t_s,entity,id,metric,value`, flow rows only) into `dir`.
+pub fn write_node(dir: &Path, s: &NodeSummary) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let json = serde_json::to_string_pretty(s)? + "\n";
+    std::fs::write(dir.join("summary.json"), json)
+        .with_context(|| format!("cannot write {}", dir.join("summary.json").display()))?;
+    let mut csv = String::from("t_s,entity,id,metric,value\n");
+    for f in &s.flows {
+        for x in &f.series {
+            for (metric, v) in flow_metrics(&x.fig) {
+                let v = v.map_or(String::new(), |v| format!("{v}"));
+                let _ = writeln!(csv, "{},flow,{},{metric},{v}", x.t_s, f.id);
+            }
+        }
+    }
+    std::fs::write(dir.join("series.csv"), csv)
+        .with_context(|| format!("cannot write {}", dir.join("series.csv").display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+id = "B"
+duration_s = 5
+
+[conference]
+participants = ["A", "B"]
+max_rate_kbps = 300
+
+[peers]
+A = "127.0.0.1:7001"
+B = "127.0.0.1:7002"
+"#;
+
+    fn err(text: &str) -> String {
+        let e = NodeConfig::parse("n.toml", text).expect_err("refused");
+        format!("{}:{}: {}: {}", e.line, e.column, e.field, e.message)
+    }
+
+    #[test]
+    fn a_good_configuration_is_read() {
+        let c = NodeConfig::parse("n.toml", GOOD).expect("valid");
+        assert_eq!((c.id.as_str(), c.me), ("B", 1));
+        assert_eq!(c.listen, "127.0.0.1:7002".parse().expect("address"));
+        assert_eq!(c.duration, Some(Duration::from_secs(5)));
+        assert_eq!(c.epoch, UNIX_EPOCH);
+        assert_eq!(c.peers.len(), 2);
+    }
+
+    #[test]
+    fn bad_configurations_name_the_place() {
+        assert_eq!(
+            err(&GOOD.replace(r#"id = "B""#, r#"id = "Z""#)),
+            r#"2:6: id: "Z" is not among conference.participants"#
+        );
+        assert!(
+            err(&GOOD.replace("127.0.0.1:7002", "nonsense"))
+                .contains(r#"peers.B: "nonsense" is not a host:port address"#)
+        );
+        assert!(
+            err(&GOOD.replace("127.0.0.1:7002", "127.0.0.1:7001"))
+                .contains("peers.B: 127.0.0.1:7001 is listed twice")
+        );
+        assert!(
+            err(&GOOD.replace(r#"B = "127.0.0.1:7002""#, ""))
+                .contains(r#"conference.participants[1]: "B" has no address in [peers]"#)
+        );
+        assert!(
+            err(&GOOD.replace("duration_s = 5", "duration_s = -1"))
+                .contains("duration_s: must be a positive number")
+        );
+        assert!(err(&GOOD.replace("duration_s = 5", "speed = 5")).contains("speed"));
+        assert!(
+            err(&format!("{GOOD}C = \"127.0.0.1:7003\"\n"))
+                .contains(r#"peers.C: "C" is not among conference.participants"#)
+        );
+    }
+}
