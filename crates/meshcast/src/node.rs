@@ -9,7 +9,8 @@
 //! conference (a Bye to every peer) and writes what it saw: `summary.json`
 //! and `series.csv` with the simulator's per-flow figures, from this
 //! node's side (its own session's send rate; every other session's rate,
-//! delay and loss as received here).
+//! delay and loss as received here). With `metrics_listen` it also serves
+//! its running totals in Prometheus text format over HTTP.
 
 use crate::conference::{CONFERENCE_PORT, Conference, RawConference, check};
 use crate::report::{FlowSample, FlowSummary, SCHEMA_VERSION, flow_metrics};
@@ -46,6 +47,9 @@ pub struct NodeConfig {
     pub conference: Conference,
     /// Every participant's socket address, in participant order.
     pub peers: Vec<SocketAddr>,
+    /// Where to serve metrics in Prometheus text format over HTTP, if
+    /// anywhere.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 #[derive(Deserialize)]
@@ -55,6 +59,7 @@ struct RawNode {
     listen: Option<Spanned<String>>,
     duration_s: Option<Spanned<f64>>,
     epoch_unix_s: Option<Spanned<f64>>,
+    metrics_listen: Option<Spanned<String>>,
     conference: RawConference,
     peers: Spanned<BTreeMap<String, Spanned<String>>>,
 }
@@ -157,6 +162,10 @@ impl NodeConfig {
                 return Err(loc.err(e.span(), "epoch_unix_s", "must be a number >= 0"));
             }
         };
+        let metrics_listen = match &raw.metrics_listen {
+            Some(m) => Some(socket_addr(m, "metrics_listen", &loc)?),
+            None => None,
+        };
         Ok(NodeConfig {
             id,
             me,
@@ -165,6 +174,7 @@ impl NodeConfig {
             epoch,
             conference,
             peers: addrs,
+            metrics_listen,
         })
     }
 }
@@ -280,8 +290,18 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         let start = node.now();
         let clock = std::time::Instant::now();
         let rel = |t: Time| Time::from_nanos(t.saturating_since(start).as_nanos());
-        let done = node
-            .run(stop_signal(cfg.duration), |now, event| match event {
+        let live = std::cell::RefCell::new(Live::new(&cfg.conference.participants));
+        let metrics = match cfg.metrics_listen {
+            Some(a) => Some(
+                tokio::net::TcpListener::bind(a)
+                    .await
+                    .with_context(|| format!("cannot serve metrics on {a}"))?,
+            ),
+            None => None,
+        };
+        let run = node.run(stop_signal(cfg.duration), |now, event| {
+            live.borrow_mut().count(&event);
+            match event {
                 Event::FlowSent {
                     flow,
                     payload_bytes,
@@ -297,8 +317,17 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                     control,
                 } => rec.bytes_sent(rel(now), media, header, control),
                 _ => {}
-            })
-            .await?;
+            }
+        });
+        let done = match metrics {
+            Some(listener) => {
+                tokio::select! {
+                    done = run => done?,
+                    () = serve_metrics(listener, &live, clock) => unreachable!("serves forever"),
+                }
+            }
+            None => run.await?,
+        };
         anyhow::Ok((done, clock.elapsed()))
     })?;
     let end = Time::from_nanos(u64::try_from(ran.as_nanos()).unwrap_or(u64::MAX));
@@ -339,6 +368,138 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         net: NetSummary::of(&done.counters),
         peer: PeerSummary::of(done.endpoint.counters()),
     })
+}
+
+/// Totals for the metrics endpoint, kept as events arrive.
+struct Live {
+    names: Vec<String>,
+    sent: Vec<(u64, u64)>,
+    received: Vec<(u64, u64)>,
+    /// Bytes sent as media, data headers and control.
+    bytes: [u64; 3],
+}
+
+impl Live {
+    fn new(names: &[String]) -> Live {
+        Live {
+            names: names.to_vec(),
+            sent: vec![(0, 0); names.len()],
+            received: vec![(0, 0); names.len()],
+            bytes: [0; 3],
+        }
+    }
+
+    fn count(&mut self, event: &Event) {
+        let add = |v: &mut Vec<(u64, u64)>, flow: FlowId, bytes: u32| {
+            if let Some(c) = v.get_mut(flow.index()) {
+                c.0 += 1;
+                c.1 += u64::from(bytes);
+            }
+        };
+        match *event {
+            Event::FlowSent {
+                flow,
+                payload_bytes,
+            } => add(&mut self.sent, flow, payload_bytes),
+            Event::FlowReceived {
+                flow,
+                payload_bytes,
+                ..
+            } => add(&mut self.received, flow, payload_bytes),
+            Event::BytesSent {
+                media,
+                header,
+                control,
+            } => {
+                self.bytes[0] += u64::from(media);
+                self.bytes[1] += u64::from(header);
+                self.bytes[2] += u64::from(control);
+            }
+            _ => {}
+        }
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    fn text(&self, uptime: Duration) -> String {
+        let mut t = String::new();
+        let mut family = |name: &str, help: &str, rows: &[(String, u64)]| {
+            let _ = writeln!(t, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (labels, v) in rows {
+                let _ = writeln!(t, "{name}{labels} {v}");
+            }
+        };
+        let per_flow = |v: &[(u64, u64)], which: fn(&(u64, u64)) -> u64| -> Vec<(String, u64)> {
+            self.names
+                .iter()
+                .zip(v)
+                .map(|(n, c)| (format!("{{session=\"{n}\"}}"), which(c)))
+                .collect()
+        };
+        family(
+            "meshcast_session_sent_packets_total",
+            "Media packets this node sent as the session's source.",
+            &per_flow(&self.sent, |c| c.0),
+        );
+        family(
+            "meshcast_session_sent_bytes_total",
+            "Media payload bytes this node sent as the session's source.",
+            &per_flow(&self.sent, |c| c.1),
+        );
+        family(
+            "meshcast_session_received_packets_total",
+            "Media packets of the session that arrived here in time.",
+            &per_flow(&self.received, |c| c.0),
+        );
+        family(
+            "meshcast_session_received_bytes_total",
+            "Media payload bytes of the session that arrived here in time.",
+            &per_flow(&self.received, |c| c.1),
+        );
+        family(
+            "meshcast_sent_bytes_total",
+            "Bytes this node sent, by purpose (IP/UDP headers excluded).",
+            &["media", "header", "control"]
+                .iter()
+                .zip(self.bytes)
+                .map(|(p, v)| (format!("{{purpose=\"{p}\"}}"), v))
+                .collect::<Vec<_>>(),
+        );
+        let _ = writeln!(
+            t,
+            "# HELP meshcast_uptime_seconds Seconds since the node started.\n# TYPE meshcast_uptime_seconds gauge\nmeshcast_uptime_seconds {:.3}",
+            uptime.as_secs_f64()
+        );
+        t
+    }
+}
+
+/// Answer every HTTP request on `listener` with the metrics (whatever the
+/// path: a scraper asks for `/metrics`).
+async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    live: &std::cell::RefCell<Live>,
+    clock: std::time::Instant,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    loop {
+        let Ok((mut conn, _)) = listener.accept().await else {
+            // Out of file descriptors, say: try again a little later.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        // The request itself does not matter; read what has arrived so the
+        // client does not see a reset, within a bound.
+        let mut buf = [0u8; 2048];
+        let _ = tokio::time::timeout(Duration::from_millis(200), conn.read(&mut buf)).await;
+        let body = live.borrow().text(clock.elapsed());
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = conn.write_all(head.as_bytes()).await;
+        let _ = conn.write_all(body.as_bytes()).await;
+        let _ = conn.shutdown().await;
+    }
 }
 
 /// Completes when `duration` is over (if given) or SIGINT/SIGTERM arrives.
@@ -440,6 +601,10 @@ B = "127.0.0.1:7002"
                 .contains("duration_s: must be a positive number")
         );
         assert!(err(&GOOD.replace("duration_s = 5", "speed = 5")).contains("speed"));
+        assert!(
+            err(&GOOD.replace("duration_s = 5", "metrics_listen = \"x\""))
+                .contains(r#"metrics_listen: "x" is not a host:port address"#)
+        );
         assert!(
             err(&format!("{GOOD}C = \"127.0.0.1:7003\"\n"))
                 .contains(r#"peers.C: "C" is not among conference.participants"#)

@@ -561,7 +561,8 @@ fn sweep_runs_the_grid_and_writes_its_outputs() {
 /// participant, for 12 s with a 300 kbit/s application cap. Each exits 0
 /// when its duration is over and writes what it saw; in the last three
 /// seconds every other session arrives at it at its cap (a 1-s bin holds
-/// 26 or 27 packets of 1400 bytes: 291 or 302 kbit/s).
+/// 26 or 27 packets of 1400 bytes: 291 or 302 kbit/s). A serves its
+/// metrics over HTTP meanwhile.
 #[test]
 fn node_processes_over_loopback_reach_their_cap() {
     let dir = tempfile::tempdir().unwrap();
@@ -574,12 +575,22 @@ fn node_processes_over_loopback_reach_their_cap() {
             .map(|s| s.local_addr().unwrap().port())
             .collect()
     };
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let ids = ["A", "B", "C"];
     let children: Vec<std::process::Child> = ids
         .iter()
         .map(|id| {
+            let metrics = if *id == "A" {
+                format!("metrics_listen = \"127.0.0.1:{metrics_port}\"\n")
+            } else {
+                String::new()
+            };
             let mut toml = format!(
-                "id = \"{id}\"\nduration_s = 12\n\n[conference]\nparticipants = [\"A\", \"B\", \"C\"]\nmax_rate_kbps = 300\n\n[peers]\n"
+                "id = \"{id}\"\nduration_s = 12\n{metrics}\n[conference]\nparticipants = [\"A\", \"B\", \"C\"]\nmax_rate_kbps = 300\n\n[peers]\n"
             );
             for (p, port) in ids.iter().zip(&ports) {
                 toml += &format!("{p} = \"127.0.0.1:{port}\"\n");
@@ -599,6 +610,22 @@ fn node_processes_over_loopback_reach_their_cap() {
                 .unwrap()
         })
         .collect();
+    // A's metrics, in Prometheus text format, while the conference runs.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).unwrap();
+    std::io::Write::write_all(&mut http, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut page = String::new();
+    std::io::Read::read_to_string(&mut http, &mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
+    for session in ["B", "C"] {
+        let key = format!("meshcast_session_received_bytes_total{{session=\"{session}\"}} ");
+        let line = page
+            .lines()
+            .find(|l| l.starts_with(&key))
+            .unwrap_or_else(|| panic!("{page}"));
+        let bytes: u64 = line[key.len()..].parse().unwrap();
+        assert!(bytes > 50_000, "{line}");
+    }
     for (id, child) in ids.iter().zip(children) {
         let done = child.wait_with_output().unwrap();
         assert!(
