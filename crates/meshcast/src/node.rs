@@ -435,26 +435,31 @@ impl Live {
                 .map(|(n, c)| (format!("{{session=\"{n}\"}}"), which(c)))
                 .collect()
         };
-        family(
-            "meshcast_session_sent_packets_total",
-            "Media packets this node sent as the session's source.",
-            &per_flow(&self.sent, |c| c.0),
-        );
-        family(
-            "meshcast_session_sent_bytes_total",
-            "Media payload bytes this node sent as the session's source.",
-            &per_flow(&self.sent, |c| c.1),
-        );
-        family(
-            "meshcast_session_received_packets_total",
-            "Media packets of the session that arrived here in time.",
-            &per_flow(&self.received, |c| c.0),
-        );
-        family(
-            "meshcast_session_received_bytes_total",
-            "Media payload bytes of the session that arrived here in time.",
-            &per_flow(&self.received, |c| c.1),
-        );
+        let sessions = [
+            (
+                "meshcast_session_sent_packets_total",
+                "Media packets this node sent as the session's source.",
+                per_flow(&self.sent, |c| c.0),
+            ),
+            (
+                "meshcast_session_sent_bytes_total",
+                "Media payload bytes this node sent as the session's source.",
+                per_flow(&self.sent, |c| c.1),
+            ),
+            (
+                "meshcast_session_received_packets_total",
+                "Media packets of the session that arrived here in time.",
+                per_flow(&self.received, |c| c.0),
+            ),
+            (
+                "meshcast_session_received_bytes_total",
+                "Media payload bytes of the session that arrived here in time.",
+                per_flow(&self.received, |c| c.1),
+            ),
+        ];
+        for (name, help, rows) in &sessions {
+            family(name, help, rows);
+        }
         family(
             "meshcast_sent_bytes_total",
             "Bytes this node sent, by purpose (IP/UDP headers excluded).",
