@@ -218,12 +218,6 @@ impl<E: Endpoint> Node<E> {
         self.socket.local_addr()
     }
 
-    /// The endpoint (for reading its state; drive it only through
-    /// [`Node::run`]).
-    pub fn endpoint(&self) -> &E {
-        &self.endpoint
-    }
-
     /// The protocol time now.
     pub fn now(&self) -> Time {
         let t = self.origin + self.start.elapsed();

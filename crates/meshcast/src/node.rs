@@ -13,7 +13,7 @@
 //! its running totals in Prometheus text format over HTTP.
 
 use crate::conference::{CONFERENCE_PORT, Conference, RawConference, check};
-use crate::report::{FlowSample, FlowSummary, SCHEMA_VERSION, flow_metrics};
+use crate::report::{FlowSummary, SCHEMA_VERSION, flow_metrics, total_and_series};
 use crate::scenario::{Locator, ScenarioError};
 use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
@@ -289,7 +289,7 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         // clock counts from the shared epoch.
         let start = node.now();
         let clock = std::time::Instant::now();
-        let rel = |t: Time| Time::from_nanos(t.saturating_since(start).as_nanos());
+        let rel = |t: Time| Time::ZERO + t.saturating_since(start);
         let live = std::cell::RefCell::new(Live::new(&cfg.conference.participants));
         let metrics = match cfg.metrics_listen {
             Some(a) => Some(
@@ -330,34 +330,26 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         };
         anyhow::Ok((done, clock.elapsed()))
     })?;
-    let end = Time::from_nanos(u64::try_from(ran.as_nanos()).unwrap_or(u64::MAX));
     // Whole seconds only: the moments between the last full second and
     // the stop would show as a second with nothing received.
-    let secs = end.as_nanos() / 1_000_000_000;
+    let secs = ran.as_secs();
     let end = Time::from_secs(secs);
+    let name = |n: NodeId| cfg.conference.participants[n.index()].clone();
     let flows = rec
         .flows()
         .iter()
-        .enumerate()
-        .map(|(i, f)| FlowSummary {
-            id: f.name.clone(),
-            kind: f.kind.clone(),
-            source: f.name.clone(),
-            receivers: if i == cfg.me {
-                Vec::new()
-            } else {
-                vec![cfg.id.clone()]
-            },
-            total: f.figures(0, secs, end),
-            series: (0..secs)
-                .map(|t| FlowSample {
-                    t_s: t,
-                    fig: f.figures(t, t + 1, end),
-                    layered: None,
-                })
-                .collect(),
-            windows: Vec::new(),
-            layered: None,
+        .map(|f| {
+            let (total, series) = total_and_series(f, secs, end, |_| None);
+            FlowSummary {
+                id: f.name.clone(),
+                kind: f.kind.clone(),
+                source: name(f.source),
+                receivers: f.receivers.iter().map(|&n| name(n)).collect(),
+                total,
+                series,
+                windows: Vec::new(),
+                layered: None,
+            }
         })
         .collect();
     Ok(NodeSummary {

@@ -416,19 +416,16 @@ fn flow_summary(
     };
     let secs = seconds(stats);
     let name = |n: meshcast_core::NodeId| stats.net.name(n).to_owned();
+    let (total, series) = total_and_series(f, secs, stats.end, |t| {
+        per_second.get(t as usize).copied().flatten()
+    });
     FlowSummary {
         id: f.name.clone(),
         kind: f.kind.clone(),
         source: name(f.source),
         receivers: f.receivers.iter().map(|&n| name(n)).collect(),
-        total: rounded_flow(f.figures(0, secs, stats.end)),
-        series: (0..secs)
-            .map(|t| FlowSample {
-                t_s: t,
-                fig: rounded_flow(f.figures(t, t + 1, stats.end)),
-                layered: per_second.get(t as usize).copied().flatten(),
-            })
-            .collect(),
+        total,
+        series,
         windows: per_window(windows, |from, to| FlowWindowFigures {
             flow: rounded_flow(f.figures(from, to, stats.end)),
             optimum_kbps: opt(from, to, "coded"),
@@ -437,6 +434,27 @@ fn flow_summary(
         }),
         layered: is_layered.then(|| layered_summary(sc, f, secs)),
     }
+}
+
+/// A flow's rounded figures over the first `secs` seconds of a run that
+/// ended at `end`, and one sample per second (with `layered`'s frame
+/// figures for it): the part of a flow's summary a simulated run and a
+/// real node (`meshcast node`) share.
+pub(crate) fn total_and_series(
+    f: &FlowRecord,
+    secs: u64,
+    end: Time,
+    layered: impl Fn(u64) -> Option<LayeredFigures>,
+) -> (FlowFigures, Vec<FlowSample>) {
+    let total = rounded_flow(f.figures(0, secs, end));
+    let series = (0..secs)
+        .map(|t| FlowSample {
+            t_s: t,
+            fig: rounded_flow(f.figures(t, t + 1, end)),
+            layered: layered(t),
+        })
+        .collect();
+    (total, series)
 }
 
 fn layered_summary(sc: &Scenario, f: &FlowRecord, secs: u64) -> LayeredSummary {
