@@ -13,7 +13,7 @@
 //! its running totals in Prometheus text format over HTTP.
 
 use crate::conference::{CONFERENCE_PORT, Conference, RawConference, check};
-use crate::report::{FlowSummary, SCHEMA_VERSION, flow_metrics, total_and_series};
+use crate::report::{FlowSummary, SCHEMA_VERSION, flow_metrics, measured_flow};
 use crate::scenario::{Locator, ScenarioError};
 use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
@@ -338,19 +338,7 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
     let flows = rec
         .flows()
         .iter()
-        .map(|f| {
-            let (total, series) = total_and_series(f, secs, end, |_| None);
-            FlowSummary {
-                id: f.name.clone(),
-                kind: f.kind.clone(),
-                source: name(f.source),
-                receivers: f.receivers.iter().map(|&n| name(n)).collect(),
-                total,
-                series,
-                windows: Vec::new(),
-                layered: None,
-            }
-        })
+        .map(|f| measured_flow(f, secs, end, name, |_| None))
         .collect();
     Ok(NodeSummary {
         schema_version: SCHEMA_VERSION,

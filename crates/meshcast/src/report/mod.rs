@@ -416,16 +416,7 @@ fn flow_summary(
     };
     let secs = seconds(stats);
     let name = |n: meshcast_core::NodeId| stats.net.name(n).to_owned();
-    let (total, series) = total_and_series(f, secs, stats.end, |t| {
-        per_second.get(t as usize).copied().flatten()
-    });
     FlowSummary {
-        id: f.name.clone(),
-        kind: f.kind.clone(),
-        source: name(f.source),
-        receivers: f.receivers.iter().map(|&n| name(n)).collect(),
-        total,
-        series,
         windows: per_window(windows, |from, to| FlowWindowFigures {
             flow: rounded_flow(f.figures(from, to, stats.end)),
             optimum_kbps: opt(from, to, "coded"),
@@ -433,28 +424,40 @@ fn flow_summary(
             layered: layered(from, to),
         }),
         layered: is_layered.then(|| layered_summary(sc, f, secs)),
+        ..measured_flow(f, secs, stats.end, name, |t| {
+            per_second.get(t as usize).copied().flatten()
+        })
     }
 }
 
-/// A flow's rounded figures over the first `secs` seconds of a run that
-/// ended at `end`, and one sample per second (with `layered`'s frame
-/// figures for it): the part of a flow's summary a simulated run and a
-/// real node (`meshcast node`) share.
-pub(crate) fn total_and_series(
+/// A flow's summary without report windows or a layered summary: its
+/// names (`name` names a node), its rounded figures over the first `secs`
+/// seconds of a run that ended at `end`, and one sample per second (with
+/// `layered`'s frame figures for it). A simulated run and a real node
+/// (`meshcast node`) share it.
+pub(crate) fn measured_flow(
     f: &FlowRecord,
     secs: u64,
     end: Time,
+    name: impl Fn(meshcast_core::NodeId) -> String,
     layered: impl Fn(u64) -> Option<LayeredFigures>,
-) -> (FlowFigures, Vec<FlowSample>) {
-    let total = rounded_flow(f.figures(0, secs, end));
-    let series = (0..secs)
-        .map(|t| FlowSample {
-            t_s: t,
-            fig: rounded_flow(f.figures(t, t + 1, end)),
-            layered: layered(t),
-        })
-        .collect();
-    (total, series)
+) -> FlowSummary {
+    FlowSummary {
+        id: f.name.clone(),
+        kind: f.kind.clone(),
+        source: name(f.source),
+        receivers: f.receivers.iter().map(|&n| name(n)).collect(),
+        total: rounded_flow(f.figures(0, secs, end)),
+        series: (0..secs)
+            .map(|t| FlowSample {
+                t_s: t,
+                fig: rounded_flow(f.figures(t, t + 1, end)),
+                layered: layered(t),
+            })
+            .collect(),
+        windows: Vec::new(),
+        layered: None,
+    }
 }
 
 fn layered_summary(sc: &Scenario, f: &FlowRecord, secs: u64) -> LayeredSummary {
