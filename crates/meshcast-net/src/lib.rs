@@ -160,6 +160,8 @@ pub struct Node<E> {
     /// Protocol time at `start`.
     origin: Duration,
     counters: NetCounters,
+    /// Whether several datagrams may leave in one GSO send.
+    gso: bool,
 }
 
 impl<E: Endpoint> Node<E> {
@@ -210,7 +212,17 @@ impl<E: Endpoint> Node<E> {
             start: Instant::now(),
             origin,
             counters: NetCounters::default(),
+            gso: true,
         })
+    }
+
+    /// Send every datagram on its own (`false`) instead of as GSO
+    /// batches where the kernel has them (the default). A shaper that
+    /// counts each send as one packet, such as a qdisc on a veth whose
+    /// peer keeps GSO packets whole, needs them separate: `meshcast emu`
+    /// turns GSO off for that reason.
+    pub fn set_gso(&mut self, on: bool) {
+        self.gso = on;
     }
 
     /// The socket's local address.
@@ -336,7 +348,11 @@ impl<E: Endpoint> Node<E> {
     /// Send `out` in order, one GSO send per run of datagrams to one
     /// destination with one size (the last of a run may be shorter).
     async fn send_all(&mut self, out: Vec<Transmit>) -> io::Result<()> {
-        let max_segments = self.state.max_gso_segments().max(1);
+        let max_segments = if self.gso {
+            self.state.max_gso_segments().max(1)
+        } else {
+            1
+        };
         let mut i = 0;
         let mut batch = Vec::new();
         while i < out.len() {

@@ -15,7 +15,7 @@ const NONE: u32 = u32::MAX;
 
 /// Next-hop tables for every (node, destination) pair.
 #[derive(Clone, Debug)]
-pub(crate) struct Routes {
+pub struct Routes {
     n: usize,
     /// `next[at * n + dst]`: the link to take at `at` towards `dst`.
     next: Vec<u32>,
@@ -23,7 +23,7 @@ pub(crate) struct Routes {
 
 impl Routes {
     /// Compute the tables for `net` with the links for which `up` is true.
-    pub(crate) fn compute(net: &Network, up: &[bool]) -> Routes {
+    pub fn compute(net: &Network, up: &[bool]) -> Routes {
         let n = net.nodes().len();
         // Rank of each node by name, for tie-breaking.
         let mut order: Vec<usize> = (0..n).collect();
@@ -98,6 +98,16 @@ impl Routes {
     pub(crate) fn next_hop(&self, at: usize, dst: usize) -> Option<LinkId> {
         let l = self.next[at * self.n + dst];
         (l != NONE).then_some(LinkId(l))
+    }
+
+    /// The link to take at `at` towards `dst`, if `dst` is reachable from
+    /// `at` (`None` also for `at == dst`). Real underlays built from a
+    /// scenario (`meshcast emu`) install these tables as their routes.
+    pub fn next(&self, at: NodeId, dst: NodeId) -> Option<LinkId> {
+        if at.index() >= self.n || dst.index() >= self.n {
+            return None;
+        }
+        self.next_hop(at.index(), dst.index())
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod conference;
+pub mod emu;
 pub mod layered;
 pub mod node;
 pub mod overrides;

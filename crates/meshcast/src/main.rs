@@ -44,6 +44,11 @@ enum Command {
     /// Print the central optimum of a conference scenario's sessions (kbit/s
     /// per participant, for each delivery scheme) as JSON.
     Optimum(OptimumArgs),
+    /// Run a conference scenario for real (root, Linux): its underlay as
+    /// network namespaces, veth links, kernel shapers and a delay element,
+    /// one `meshcast node` process per participant; write the same report
+    /// as `run` (docs/emu.md).
+    Emu(RunArgs),
     /// Run one participant of a real deployment over UDP until its
     /// duration is over or SIGINT/SIGTERM arrives, then leave the
     /// conference and write what it saw (docs/node.md).
@@ -260,23 +265,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
         .unwrap_or_else(|| PathBuf::from("out").join(&sc.name));
 
     let end = end_of(&sc);
-    let bar = if !args.json && std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(end.as_nanos().div_ceil(1_000_000_000));
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {msg} [{bar:40}] {pos}/{len} s simulated ({elapsed}, eta {eta})",
-            )
-            .map_err(|e| Failure {
-                status: 1,
-                error: e.into(),
-            })?
-            .progress_chars("=> "),
-        );
-        bar.set_message(sc.name.clone());
-        Some(bar)
-    } else {
-        None
-    };
+    let bar = progress_bar(&args, &sc.name, end, "simulated")?;
     let start = Instant::now();
     sim.run_until(end, &mut |t| {
         if let Some(b) = &bar {
@@ -299,6 +288,76 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A progress bar over the run's seconds on a terminal (none with
+/// `--json`).
+fn progress_bar(
+    args: &RunArgs,
+    name: &str,
+    end: meshcast_core::Time,
+    what: &str,
+) -> Result<Option<ProgressBar>, Failure> {
+    if args.json || !std::io::stderr().is_terminal() {
+        return Ok(None);
+    }
+    let bar = ProgressBar::new(end.as_nanos().div_ceil(1_000_000_000));
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {{msg}} [{{bar:40}}] {{pos}}/{{len}} s {what} ({{elapsed}}, eta {{eta}})"
+        ))
+        .map_err(|e| Failure {
+            status: 1,
+            error: e.into(),
+        })?
+        .progress_chars("=> "),
+    );
+    bar.set_message(name.to_owned());
+    Ok(Some(bar))
+}
+
+fn emu(args: RunArgs) -> Result<(), Failure> {
+    let mut sc = Scenario::load(&args.scenario, &args.sets).map_err(bad_input)?;
+    if let Some(seed) = args.seed {
+        sc.seed = seed;
+    }
+    let file = args.scenario.display().to_string();
+    let text = Scenario::read(&args.scenario).map_err(bad_input)?;
+    let conference =
+        meshcast::emu::conference_table(&file, &text, &args.sets).map_err(bad_input)?;
+    meshcast::emu::check(&sc)
+        .with_context(|| format!("{file}: cannot emulate"))
+        .map_err(bad_input)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("out").join(format!("emu-{}", sc.name)));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| Failure {
+            status: 1,
+            error: e.into(),
+        })?;
+    }
+    let bar = progress_bar(&args, &sc.name, end_of(&sc), "run")?;
+    let run = meshcast::emu::emulate(&sc, &conference, &out, &stop, |t| {
+        if let Some(b) = &bar {
+            b.set_position(t);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let run = run.map_err(|error| Failure { status: 1, error })?;
+    let summary = Summary::new(&sc, &run.stats, run.wall_s);
+    write_all(&out, &summary, &run.stats).map_err(|error| Failure { status: 1, error })?;
+    if args.json {
+        print!("{}", summary.to_json());
+    } else {
+        print!("{}", results_table(&summary));
+        println!("report written to {}", out.join("report.html").display());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -306,6 +365,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep(args),
         Command::Optimum(args) => optimum(args),
         Command::Node(args) => node(args),
+        Command::Emu(args) => emu(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -50,6 +50,11 @@ pub struct NodeConfig {
     /// Where to serve metrics in Prometheus text format over HTTP, if
     /// anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Whether the socket may send GSO batches (default true).
+    pub gso: bool,
+    /// Whether to keep every media packet sent or received in time, and
+    /// every send's byte counts, for `packets.csv` (default false).
+    pub record_packets: bool,
 }
 
 #[derive(Deserialize)]
@@ -60,6 +65,8 @@ struct RawNode {
     duration_s: Option<Spanned<f64>>,
     epoch_unix_s: Option<Spanned<f64>>,
     metrics_listen: Option<Spanned<String>>,
+    gso: Option<bool>,
+    record_packets: Option<bool>,
     conference: RawConference,
     peers: Spanned<BTreeMap<String, Spanned<String>>>,
 }
@@ -175,6 +182,8 @@ impl NodeConfig {
             conference,
             peers: addrs,
             metrics_listen,
+            gso: raw.gso.unwrap_or(true),
+            record_packets: raw.record_packets.unwrap_or(false),
         })
     }
 }
@@ -195,6 +204,101 @@ pub struct NodeSummary {
     pub net: NetSummary,
     /// What its peer counted.
     pub peer: PeerSummary,
+    /// With `record_packets`: every media packet and send, in order.
+    #[serde(skip)]
+    pub packets: Vec<PacketRecord>,
+}
+
+/// One line of `packets.csv`; times are protocol time (nanoseconds from
+/// the shared epoch), so the records of every node of a deployment line
+/// up (`meshcast emu` merges them into one report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketRecord {
+    /// This node sent a media packet of its session (`flow` is the
+    /// session's participant index).
+    Sent {
+        /// When.
+        t_ns: u64,
+        /// The session.
+        flow: u32,
+        /// Media payload bytes.
+        bytes: u32,
+    },
+    /// A media packet of session `flow` arrived here in time.
+    Received {
+        /// When.
+        t_ns: u64,
+        /// The session.
+        flow: u32,
+        /// Media payload bytes.
+        bytes: u32,
+        /// When its source sent it.
+        sent_ns: u64,
+    },
+    /// A send: bytes of media, data headers and control.
+    Bytes {
+        /// When.
+        t_ns: u64,
+        /// Media bytes.
+        media: u32,
+        /// Data header bytes.
+        header: u32,
+        /// Control bytes.
+        control: u32,
+    },
+}
+
+impl PacketRecord {
+    /// The CSV line (without newline): `sent,T,FLOW,BYTES`,
+    /// `received,T,FLOW,BYTES,SENT` or `bytes,T,MEDIA,HEADER,CONTROL`.
+    pub fn to_csv(&self) -> String {
+        match *self {
+            PacketRecord::Sent { t_ns, flow, bytes } => format!("sent,{t_ns},{flow},{bytes}"),
+            PacketRecord::Received {
+                t_ns,
+                flow,
+                bytes,
+                sent_ns,
+            } => format!("received,{t_ns},{flow},{bytes},{sent_ns}"),
+            PacketRecord::Bytes {
+                t_ns,
+                media,
+                header,
+                control,
+            } => format!("bytes,{t_ns},{media},{header},{control}"),
+        }
+    }
+
+    /// Parse a line written by [`PacketRecord::to_csv`].
+    pub fn from_csv(line: &str) -> Option<PacketRecord> {
+        let mut f = line.trim_end().split(',');
+        let kind = f.next()?;
+        let mut num = || f.next()?.parse::<u64>().ok();
+        let t_ns = num()?;
+        let a = u32::try_from(num()?).ok()?;
+        let b = u32::try_from(num()?).ok()?;
+        let rec = match kind {
+            "sent" => PacketRecord::Sent {
+                t_ns,
+                flow: a,
+                bytes: b,
+            },
+            "received" => PacketRecord::Received {
+                t_ns,
+                flow: a,
+                bytes: b,
+                sent_ns: num()?,
+            },
+            "bytes" => PacketRecord::Bytes {
+                t_ns,
+                media: a,
+                header: b,
+                control: u32::try_from(num()?).ok()?,
+            },
+            _ => return None,
+        };
+        f.next().is_none().then_some(rec)
+    }
 }
 
 /// [`NetCounters`] for the summary.
@@ -280,10 +384,17 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         .build()
         .context("cannot start the runtime")?;
     let me = NodeId(cfg.me as u32);
+    let packets = std::cell::RefCell::new(Vec::new());
     let (done, ran) = runtime.block_on(async {
         let socket = std::net::UdpSocket::bind(cfg.listen)
             .with_context(|| format!("cannot listen on {}", cfg.listen))?;
-        let node = Node::with_epoch(peer, socket, book, cfg.epoch)?;
+        // An epoch still ahead is a start time: every node of a deployment
+        // begins at the same instant.
+        if let Ok(wait) = cfg.epoch.duration_since(SystemTime::now()) {
+            tokio::time::sleep(wait).await;
+        }
+        let mut node = Node::with_epoch(peer, socket, book, cfg.epoch)?;
+        node.set_gso(cfg.gso);
         started(node.local_addr()?);
         // Reports count seconds from this node's start; the protocol's
         // clock counts from the shared epoch.
@@ -301,6 +412,11 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         };
         let run = node.run(stop_signal(cfg.duration), |now, event| {
             live.borrow_mut().count(&event);
+            if cfg.record_packets {
+                if let Some(p) = PacketRecord::of(now, &event) {
+                    packets.borrow_mut().push(p);
+                }
+            }
             match event {
                 Event::FlowSent {
                     flow,
@@ -347,7 +463,45 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         flows,
         net: NetSummary::of(&done.counters),
         peer: PeerSummary::of(done.endpoint.counters()),
+        packets: packets.into_inner(),
     })
+}
+
+impl PacketRecord {
+    fn of(now: Time, event: &Event) -> Option<PacketRecord> {
+        let t_ns = now.as_nanos();
+        Some(match *event {
+            Event::FlowSent {
+                flow,
+                payload_bytes,
+            } => PacketRecord::Sent {
+                t_ns,
+                flow: flow.0,
+                bytes: payload_bytes,
+            },
+            Event::FlowReceived {
+                flow,
+                payload_bytes,
+                sent_at,
+            } => PacketRecord::Received {
+                t_ns,
+                flow: flow.0,
+                bytes: payload_bytes,
+                sent_ns: sent_at.as_nanos(),
+            },
+            Event::BytesSent {
+                media,
+                header,
+                control,
+            } => PacketRecord::Bytes {
+                t_ns,
+                media,
+                header,
+                control,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// Totals for the metrics endpoint, kept as events arrive.
@@ -528,6 +682,15 @@ pub fn write_node(dir: &Path, s: &NodeSummary) -> anyhow::Result<()> {
     }
     std::fs::write(dir.join("series.csv"), csv)
         .with_context(|| format!("cannot write {}", dir.join("series.csv").display()))?;
+    if !s.packets.is_empty() {
+        let mut text = String::new();
+        for p in &s.packets {
+            text.push_str(&p.to_csv());
+            text.push('\n');
+        }
+        std::fs::write(dir.join("packets.csv"), text)
+            .with_context(|| format!("cannot write {}", dir.join("packets.csv").display()))?;
+    }
     Ok(())
 }
 
@@ -561,6 +724,41 @@ B = "127.0.0.1:7002"
         assert_eq!(c.duration, Some(Duration::from_secs(5)));
         assert_eq!(c.epoch, UNIX_EPOCH);
         assert_eq!(c.peers.len(), 2);
+    }
+
+    #[test]
+    fn packet_records_round_trip_and_bad_lines_are_refused() {
+        let recs = [
+            PacketRecord::Sent {
+                t_ns: 5,
+                flow: 1,
+                bytes: 1000,
+            },
+            PacketRecord::Received {
+                t_ns: 9,
+                flow: 0,
+                bytes: 800,
+                sent_ns: 3,
+            },
+            PacketRecord::Bytes {
+                t_ns: 10,
+                media: 1,
+                header: 2,
+                control: 3,
+            },
+        ];
+        for r in recs {
+            assert_eq!(PacketRecord::from_csv(&r.to_csv()), Some(r));
+        }
+        for bad in [
+            "sent,1,2",
+            "sent,1,2,3,4",
+            "lost,1,2,3",
+            "received,x,1,2,3",
+            "",
+        ] {
+            assert_eq!(PacketRecord::from_csv(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -1,0 +1,385 @@
+//! The propagation-delay element of an emulated underlay.
+//!
+//! The kernel here has no netem, so delay is added in user space. Every
+//! emulated link runs through a "delay" network namespace: the link's two
+//! ends are veth pairs whose inner halves (`a<N>` and `b<N>`) sit in that
+//! namespace with no addresses. One thread holds an `AF_PACKET` socket on
+//! each inner half; every Ethernet frame that arrives on one half is held
+//! for the direction's delay and then sent out of the other half, frames
+//! of one direction in order. It works at layer 2, so ARP and every other
+//! protocol pass as on a wire. Each frame travels with its virtio-net
+//! header (`PACKET_VNET_HDR`), which keeps the checksum-offload state the
+//! veth gave it, so checksums stay right end to end. Capacity and the drop-tail queue are the
+//! kernel's (htb and a fifo on the outer ends, before the delay), as on a
+//! real link: queue, serialisation, propagation.
+//!
+//! Frames are stamped when the thread wakes for them and released by a
+//! `ppoll` timeout with nanosecond resolution; on an idle machine both are
+//! within tens of microseconds (the delay test measures the round trip).
+//! A direction may also lose frames at random (the scenario's `loss`),
+//! drawn from a generator seeded by the scenario's seed.
+//!
+//! This module is the only place in meshcast that calls the C library
+//! directly (sockets of a family std does not have, `setns`); each call
+//! is wrapped where it is made, with its safety argument.
+#![allow(unsafe_code)]
+
+use meshcast_core::rng::{child_seed, rng_from_seed};
+use rand::RngExt as _;
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// One emulated link as the delay element sees it.
+#[derive(Clone, Debug)]
+pub struct Hop {
+    /// The inner half facing the link's `from` end.
+    pub a: String,
+    /// The inner half facing the link's `to` end.
+    pub b: String,
+    /// Delay from `a` to `b`.
+    pub delay_ab: Duration,
+    /// Delay from `b` to `a`.
+    pub delay_ba: Duration,
+    /// Probability that a frame from `a` to `b` is lost.
+    pub loss_ab: f64,
+    /// Probability that a frame from `b` to `a` is lost.
+    pub loss_ba: f64,
+}
+
+/// What the delay element did, per direction (`2 * hop` is a to b,
+/// `2 * hop + 1` b to a).
+#[derive(Clone, Debug, Default)]
+pub struct DelayCounters {
+    /// Frames passed on.
+    pub frames: Vec<u64>,
+    /// Frames lost at random.
+    pub lost: Vec<u64>,
+    /// Frames the kernel refused to send on.
+    pub send_errors: Vec<u64>,
+}
+
+/// The running delay element; [`DelayLine::stop`] (or dropping it) ends
+/// its thread.
+pub struct DelayLine {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<io::Result<DelayCounters>>>,
+}
+
+impl DelayLine {
+    /// Start the element for `hops`, whose inner halves are in the network
+    /// namespace at `netns` (a file under `/run/netns`). Returns once every
+    /// socket is open.
+    pub fn start(netns: PathBuf, hops: Vec<Hop>, seed: u64) -> io::Result<DelayLine> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("meshcast-delay".into())
+            .spawn(move || {
+                let opened = open_all(&netns, &hops);
+                let sockets = match opened {
+                    Ok(s) => {
+                        let _ = ready_tx.send(Ok(()));
+                        s
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(io::Error::new(e.kind(), e.to_string())));
+                        return Err(e);
+                    }
+                };
+                run(&sockets, &hops, seed, &flag)
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(DelayLine {
+                stop,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(io::Error::other(
+                "the delay thread ended before it was ready",
+            )),
+        }
+    }
+
+    /// Stop the element and return its counters.
+    pub fn stop(mut self) -> io::Result<DelayCounters> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> io::Result<DelayCounters> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the delay thread panicked"))?,
+            None => Ok(DelayCounters::default()),
+        }
+    }
+}
+
+impl Drop for DelayLine {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Move the calling thread into the network namespace at `path`.
+pub fn enter_netns(path: &std::path::Path) -> io::Result<()> {
+    let f = File::open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    // SAFETY: setns takes a file descriptor we own for the duration of the
+    // call and a namespace type; it affects only the calling thread.
+    let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The two sockets of one hop: `[a, b]`.
+type HopSockets = [OwnedFd; 2];
+
+fn open_all(netns: &std::path::Path, hops: &[Hop]) -> io::Result<Vec<HopSockets>> {
+    enter_netns(netns)?;
+    hops.iter()
+        .map(|h| Ok([packet_socket(&h.a)?, packet_socket(&h.b)?]))
+        .collect()
+}
+
+/// An `AF_PACKET` raw socket bound to interface `name`, non-blocking.
+fn packet_socket(name: &str) -> io::Result<OwnedFd> {
+    let cname = CString::new(name).map_err(|_| io::Error::other("interface name has a NUL"))?;
+    // SAFETY: if_nametoindex reads the NUL-terminated string we pass.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {name} in the delay namespace"),
+        ));
+    }
+    let proto = (libc::ETH_P_ALL as u16).to_be();
+    // SAFETY: plain socket(2) call; the result is checked before use.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            i32::from(proto),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a new descriptor nobody else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto;
+    sll.sll_ifindex = i32::try_from(index).map_err(io::Error::other)?;
+    // SAFETY: we pass a pointer to a sockaddr_ll and its exact size.
+    let rc = unsafe {
+        libc::bind(
+            sock.as_raw_fd(),
+            (&raw const sll).cast::<libc::sockaddr>(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Frames carry a virtio-net header: a frame a veth hands over with its
+    // checksum still to be filled in (checksum offload) is sent on with
+    // that state, so the receiving stack accepts it; without the header
+    // it would arrive with a wrong UDP checksum and be dropped.
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads an int of the size we pass.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_VNET_HDR,
+            (&raw const on).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // A deep receive buffer: a burst at 100 Mbit/s must not be dropped here
+    // (the link's own queue is the only one that should drop).
+    let size: libc::c_int = 8 << 20;
+    // SAFETY: setsockopt reads an int of the size we pass. Failure (not
+    // root) leaves the default buffer, which is only less deep.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&raw const size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(sock)
+}
+
+/// Receive one frame into `buf`: `Ok(Some(len))` for a frame that arrived
+/// on the interface (not one this socket or another sent out of it),
+/// `Ok(None)` when nothing is waiting.
+fn recv_frame(sock: &OwnedFd, buf: &mut [u8]) -> io::Result<Option<Option<usize>>> {
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+    let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: buf and from are valid for writes of the sizes passed.
+    let n = unsafe {
+        libc::recvfrom(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            (&raw mut from).cast::<libc::sockaddr>(),
+            &mut len,
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock => Ok(None),
+            io::ErrorKind::Interrupted => Ok(Some(None)),
+            _ => Err(e),
+        };
+    }
+    let n = n as usize;
+    if from.sll_pkttype == libc::PACKET_OUTGOING || n > buf.len() {
+        // Our own transmissions, or a frame larger than any MTU here
+        // (cannot happen with GSO off; dropping it is what a wire does).
+        return Ok(Some(None));
+    }
+    Ok(Some(Some(n)))
+}
+
+fn send_frame(sock: &OwnedFd, frame: &[u8]) -> bool {
+    // SAFETY: frame is valid for reads of its length; the socket is bound
+    // to its interface, so no address is needed.
+    let n = unsafe {
+        libc::send(
+            sock.as_raw_fd(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    n == frame.len() as isize
+}
+
+/// Wait until a socket is readable or `timeout` passes.
+fn wait(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<()> {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: fds is a valid slice of pollfd, ts a valid timespec; no
+    // signal mask is passed.
+    let rc = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &raw const ts,
+            std::ptr::null(),
+        )
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Longest wait between checks of the stop flag.
+const TICK: Duration = Duration::from_millis(20);
+
+fn run(
+    sockets: &[HopSockets],
+    hops: &[Hop],
+    seed: u64,
+    stop: &AtomicBool,
+) -> io::Result<DelayCounters> {
+    let dirs = hops.len() * 2;
+    let mut rng = rng_from_seed(child_seed(seed, "emu:delay"));
+    let mut held: Vec<VecDeque<(Instant, Vec<u8>)>> = vec![VecDeque::new(); dirs];
+    let mut counters = DelayCounters {
+        frames: vec![0; dirs],
+        lost: vec![0; dirs],
+        send_errors: vec![0; dirs],
+    };
+    let delay = |d: usize| {
+        let h = &hops[d / 2];
+        if d % 2 == 0 { h.delay_ab } else { h.delay_ba }
+    };
+    let loss = |d: usize| {
+        let h = &hops[d / 2];
+        if d % 2 == 0 { h.loss_ab } else { h.loss_ba }
+    };
+    // Direction d reads from socket d (a for even, b for odd) and writes
+    // to the other socket of its hop.
+    let socket = |d: usize| &sockets[d / 2][d % 2];
+    let out = |d: usize| &sockets[d / 2][1 - d % 2];
+    let mut fds: Vec<libc::pollfd> = (0..dirs)
+        .map(|d| libc::pollfd {
+            fd: socket(d).as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let mut buf = vec![0u8; 65536];
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let mut next = now + TICK;
+        for (d, q) in held.iter_mut().enumerate() {
+            while let Some((due, _)) = q.front() {
+                if *due > now {
+                    next = next.min(*due);
+                    break;
+                }
+                let (_, frame) = q.pop_front().expect("front exists");
+                if send_frame(out(d), &frame) {
+                    counters.frames[d] += 1;
+                } else {
+                    counters.send_errors[d] += 1;
+                }
+            }
+        }
+        for f in &mut fds {
+            f.revents = 0;
+        }
+        wait(&mut fds, next.saturating_duration_since(Instant::now()))?;
+        let arrived = Instant::now();
+        for d in 0..dirs {
+            if fds[d].revents == 0 {
+                continue;
+            }
+            while let Some(got) = recv_frame(socket(d), &mut buf)? {
+                let Some(n) = got else { continue };
+                let p = loss(d);
+                if p > 0.0 && rng.random::<f64>() < p {
+                    counters.lost[d] += 1;
+                    continue;
+                }
+                held[d].push_back((arrived + delay(d), buf[..n].to_vec()));
+            }
+        }
+    }
+    Ok(counters)
+}

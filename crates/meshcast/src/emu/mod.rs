@@ -1,0 +1,477 @@
+//! `meshcast emu SCENARIO`: a conference scenario run for real.
+//!
+//! The scenario's underlay is built out of network namespaces, veth
+//! pairs, kernel shapers and a user-space delay element
+//! ([`underlay::Underlay`], [`delay`]); every participant is a real
+//! `meshcast node` process in its host's namespace, talking UDP over
+//! that underlay. Link events happen at their times (`ip link set`,
+//! `tc class change`), joins start a node and leaves stop it (SIGTERM: it
+//! leaves the conference cleanly). At the end the nodes' packet records
+//! (`packets.csv`, protocol time from the shared epoch) and the kernel's
+//! queue counters (read once a second) become the same report as
+//! `meshcast run` writes. Everything made is removed on success, error,
+//! Ctrl-C or panic (docs/emu.md).
+
+pub mod delay;
+pub mod underlay;
+
+use crate::conference::{CONFERENCE_PORT, presence};
+use crate::node::PacketRecord;
+use crate::overrides::Override;
+use crate::scenario::{EventKind, Scenario};
+use anyhow::{Context as _, bail};
+use meshcast_core::metrics::FlowRecorder;
+use meshcast_core::{FlowId, NodeId, Rate, Time};
+use meshcast_sim::stats::LinkBucket;
+use meshcast_sim::{Counters, LinkRecord, MembershipChange, RunStats};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use underlay::{QueueStats, Underlay, node_addr};
+
+/// How long before the shared epoch the first nodes are started (they
+/// wait for it, so every one begins at the same instant).
+const LEAD: Duration = Duration::from_secs(2);
+
+/// How long the nodes get to finish after the end before they are
+/// killed.
+const GRACE: Duration = Duration::from_secs(15);
+
+/// Whether this process runs as root (namespaces need it).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The `[conference]` table of the scenario text with `sets` applied, as
+/// written (a node's configuration takes the same keys).
+pub fn conference_table(file: &str, text: &str, sets: &[Override]) -> anyhow::Result<toml::Table> {
+    let text = if sets.is_empty() {
+        text.to_owned()
+    } else {
+        crate::overrides::apply(file, text, sets)?.0
+    };
+    let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{file}: not TOML"))?;
+    match doc.get("conference") {
+        Some(toml::Value::Table(t)) => Ok(t.clone()),
+        _ => bail!("{file}: the scenario has no [conference] section"),
+    }
+}
+
+/// Refuse what emulation cannot run yet, naming it.
+pub fn check(sc: &Scenario) -> anyhow::Result<()> {
+    if sc.conference.is_none() {
+        bail!("meshcast emu runs conference scenarios; this one has no [conference] section");
+    }
+    if sc.layered.is_some() {
+        bail!("meshcast emu does not run layered (MSB) streams yet");
+    }
+    for e in &sc.events {
+        let what = match &e.kind {
+            EventKind::LinkDown { .. }
+            | EventKind::LinkUp { .. }
+            | EventKind::Capacity { .. }
+            | EventKind::Join { .. }
+            | EventKind::Leave { .. } => continue,
+            EventKind::Traffic { id, .. } => format!("cross traffic {id}"),
+            EventKind::Tcp { id, .. } => format!("TCP flow {id}"),
+            EventKind::Tfrc { id, .. } => format!("TFRC flow {id}"),
+            EventKind::DropEvery { .. } => "a periodic drop pattern".to_owned(),
+        };
+        bail!(
+            "the event at {} s is {what}, which meshcast emu does not generate yet",
+            e.at_s
+        );
+    }
+    Ok(())
+}
+
+/// One run of one participant's node process.
+struct Run {
+    participant: usize,
+    /// Its output directory.
+    dir: PathBuf,
+    from: Time,
+    to: Time,
+    child: Option<Child>,
+}
+
+/// The node processes; dropping it kills whatever still runs.
+struct Nodes(Vec<Run>);
+
+impl Drop for Nodes {
+    fn drop(&mut self) {
+        for r in &mut self.0 {
+            if let Some(mut c) = r.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// Send SIGTERM to a child (it leaves the conference and writes its
+/// outputs).
+fn terminate(child: &Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// What [`emulate`] measured.
+pub struct Emulated {
+    /// The run's record, as the simulator would have produced it.
+    pub stats: RunStats,
+    /// Seconds of wall clock from the epoch to the end.
+    pub wall_s: f64,
+    /// What the delay element did.
+    pub delay: delay::DelayCounters,
+}
+
+/// Run `sc` over a real underlay. `conference` is its `[conference]`
+/// table ([`conference_table`]); node outputs go under `out/nodes/`;
+/// `stop` ends the run early (an error); `progress` is told each second
+/// of the run as it passes.
+pub fn emulate(
+    sc: &Scenario,
+    conference: &toml::Table,
+    out: &Path,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(u64),
+) -> anyhow::Result<Emulated> {
+    check(sc)?;
+    if !is_root() {
+        bail!("meshcast emu needs root (it creates network namespaces)");
+    }
+    let conf = sc.conference.as_ref().expect("checked");
+    for stale in underlay::remove_stale() {
+        eprintln!("meshcast emu: removed namespace {stale} left by a run that was killed");
+    }
+    let exe = std::env::current_exe().context("cannot find the meshcast executable")?;
+    let mut u = Underlay::build(sc).context("cannot build the underlay")?;
+    let net = u.network().clone();
+    let participants: Vec<usize> = conf
+        .participants
+        .iter()
+        .map(|p| net.node_id(p).map(NodeId::index).context("participant"))
+        .collect::<anyhow::Result<_>>()?;
+    let peers: toml::Table = conf
+        .participants
+        .iter()
+        .zip(&participants)
+        .map(|(p, &i)| {
+            (
+                p.clone(),
+                toml::Value::String(format!("{}:{CONFERENCE_PORT}", node_addr(i))),
+            )
+        })
+        .collect();
+    let epoch = SystemTime::now() + LEAD;
+    let epoch_unix = epoch.duration_since(UNIX_EPOCH)?.as_secs_f64();
+    let end = Time::from_secs_f64(sc.duration_s);
+    let present = presence(sc, conf);
+    let mut runs = Vec::new();
+    for (p, intervals) in present.iter().enumerate() {
+        for (k, &(from, to)) in intervals.iter().enumerate() {
+            let name = &conf.participants[p];
+            let dir = out.join("nodes").join(if intervals.len() == 1 {
+                name.clone()
+            } else {
+                format!("{name}-{}", k + 1)
+            });
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let mut cfg = toml::Table::new();
+            cfg.insert("id".into(), name.clone().into());
+            cfg.insert("duration_s".into(), (to - from).as_secs_f64().into());
+            cfg.insert("epoch_unix_s".into(), epoch_unix.into());
+            cfg.insert("gso".into(), false.into());
+            cfg.insert("record_packets".into(), true.into());
+            cfg.insert("conference".into(), conference.clone().into());
+            cfg.insert("peers".into(), peers.clone().into());
+            std::fs::write(dir.join("node.toml"), toml::to_string(&cfg)?)
+                .with_context(|| format!("cannot write {}", dir.join("node.toml").display()))?;
+            runs.push(Run {
+                participant: p,
+                dir,
+                from,
+                to,
+                child: None,
+            });
+        }
+    }
+    let mut nodes = Nodes(runs);
+    let spawn = |r: &mut Run, u: &Underlay| -> anyhow::Result<()> {
+        let log = std::fs::File::create(r.dir.join("node.log"))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", u.netns(participants[r.participant])])
+            .arg(&exe)
+            .args(["node", "--json", "--config"])
+            .arg(r.dir.join("node.toml"))
+            .arg("--out")
+            .arg(&r.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("cannot start a node")?;
+        r.child = Some(child);
+        Ok(())
+    };
+    for r in &mut nodes.0 {
+        if r.from == Time::ZERO {
+            spawn(r, &u)?;
+        }
+    }
+
+    // The timeline: link events, joins and leaves, and a queue sample
+    // every second.
+    let mut events: Vec<(Time, usize)> = sc
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            matches!(
+                e.kind,
+                EventKind::LinkDown { .. } | EventKind::LinkUp { .. } | EventKind::Capacity { .. }
+            )
+        })
+        .map(|(i, e)| (Time::from_secs_f64(e.at_s), i))
+        .collect();
+    events.sort_by_key(|&(t, i)| (t, i));
+    let mut next_event = 0;
+    let links = net.links().len();
+    let mut records: Vec<LinkRecord> = (0..links)
+        .map(|d| LinkRecord {
+            id: meshcast_sim::LinkId(d as u32),
+            buckets: Vec::new(),
+            capacity_log: vec![(Time::ZERO, net.links()[d].params.capacity)],
+        })
+        .collect();
+    let mut last = vec![QueueStats::default(); links];
+    let mut link_up = vec![true; sc.links.len()];
+    let mut link_rate: Vec<Rate> = sc.links.iter().map(|l| l.params.capacity).collect();
+    let mut second = 0u64;
+    let since_epoch = || {
+        SystemTime::now()
+            .duration_since(epoch)
+            .map_or(Time::ZERO, |d| Time::from_nanos(d.as_nanos() as u64))
+    };
+    let started = Instant::now();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            bail!("interrupted; nothing written but the nodes' own outputs");
+        }
+        let now = since_epoch();
+        for r in &mut nodes.0 {
+            if r.child.is_none() && r.from > Time::ZERO && r.from <= now && r.to > now {
+                spawn(r, &u)?;
+            }
+            if let Some(c) = &mut r.child {
+                if r.to < end && r.to <= now {
+                    terminate(c);
+                    r.child.take().map(|mut c| c.wait());
+                } else if let Some(status) = c.try_wait()? {
+                    if r.to > now + meshcast_core::Duration::from_secs(1) {
+                        bail!(
+                            "node {} stopped early ({status}); see {}",
+                            conf.participants[r.participant],
+                            r.dir.join("node.log").display()
+                        );
+                    }
+                }
+            }
+        }
+        while next_event < events.len() && events[next_event].0 <= now {
+            let (t, i) = events[next_event];
+            next_event += 1;
+            let link = match sc.events[i].kind {
+                EventKind::LinkDown { link } => {
+                    u.set_link(link, false)?;
+                    link_up[link] = false;
+                    link
+                }
+                EventKind::LinkUp { link } => {
+                    u.set_link(link, true)?;
+                    link_up[link] = true;
+                    link
+                }
+                EventKind::Capacity { link, rate } => {
+                    u.set_capacity(link, rate)?;
+                    link_rate[link] = rate;
+                    link
+                }
+                _ => continue,
+            };
+            // Capacity in force, zero while down (as the simulator logs it).
+            let rate = if link_up[link] {
+                link_rate[link]
+            } else {
+                Rate::ZERO
+            };
+            for d in u.directions(link) {
+                records[d.index()].capacity_log.push((t, rate));
+            }
+        }
+        if now >= Time::from_secs(second + 1) {
+            let stats = u.queue_stats()?;
+            for (d, (s, l)) in stats.iter().zip(&last).enumerate() {
+                let b = bucket(&mut records[d], second);
+                b.tx_bytes += s.bytes.saturating_sub(l.bytes);
+                b.tx_packets += s.packets.saturating_sub(l.packets);
+                b.drops_queue += s.drops.saturating_sub(l.drops);
+                b.queue_max = b.queue_max.max(s.qlen);
+                b.queue_area += u128::from(s.qlen) * 1_000_000_000;
+            }
+            last = stats;
+            second += 1;
+            progress(second);
+        }
+        if now >= end {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The nodes stop themselves at the end; give them time to write.
+    let deadline = Instant::now() + GRACE;
+    for r in &mut nodes.0 {
+        let Some(c) = &mut r.child else { continue };
+        loop {
+            if c.try_wait()?.is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                terminate(c);
+                std::thread::sleep(Duration::from_secs(1));
+                let _ = c.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r.child.take().map(|mut c| c.wait());
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let delay = u.teardown()?;
+    drop(u);
+
+    // One record of the whole conference from the nodes' own.
+    let mut flows = FlowRecorder::new();
+    let nodes_ids: Vec<NodeId> = participants.iter().map(|&i| NodeId(i as u32)).collect();
+    for (i, &src) in nodes_ids.iter().enumerate() {
+        let receivers = nodes_ids.iter().copied().filter(|&n| n != src).collect();
+        flows.add_flow(conf.participants[i].clone(), "session", src, receivers);
+    }
+    for (i, _) in nodes_ids.iter().enumerate() {
+        for (j, &r) in nodes_ids.iter().enumerate() {
+            if i != j {
+                flows.set_presence(FlowId(i as u32), r, present[j].clone());
+            }
+        }
+    }
+    let mut counters = Counters::default();
+    for r in &nodes.0 {
+        let me = nodes_ids[r.participant];
+        let summary: serde_json::Value = read_json(&r.dir.join("summary.json"))?;
+        counters.sent += summary["net"]["datagrams_out"].as_u64().unwrap_or(0);
+        counters.delivered += summary["net"]["datagrams_in"].as_u64().unwrap_or(0);
+        let path = r.dir.join("packets.csv");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        for (n, line) in text.lines().enumerate() {
+            let rec = PacketRecord::from_csv(line)
+                .with_context(|| format!("{}:{}: not a packet record", path.display(), n + 1))?;
+            match rec {
+                PacketRecord::Sent { t_ns, flow, bytes } => {
+                    flows.sent(FlowId(flow), Time::from_nanos(t_ns), bytes)
+                }
+                PacketRecord::Received {
+                    t_ns,
+                    flow,
+                    bytes,
+                    sent_ns,
+                } => flows.received(
+                    FlowId(flow),
+                    me,
+                    Time::from_nanos(t_ns),
+                    bytes,
+                    Time::from_nanos(sent_ns),
+                ),
+                PacketRecord::Bytes {
+                    t_ns,
+                    media,
+                    header,
+                    control,
+                } => flows.bytes_sent(Time::from_nanos(t_ns), media, header, control),
+            }
+        }
+    }
+    for rec in &records {
+        for b in &rec.buckets {
+            counters.hops += b.tx_packets;
+            counters.drops_queue += b.drops_queue;
+        }
+    }
+    counters.drops_loss = delay.lost.iter().sum();
+    let mut membership = Vec::new();
+    for (p, intervals) in present.iter().enumerate() {
+        for &(from, to) in intervals {
+            membership.push(MembershipChange {
+                at: from,
+                node: nodes_ids[p],
+                joined: true,
+            });
+            if to < end {
+                membership.push(MembershipChange {
+                    at: to,
+                    node: nodes_ids[p],
+                    joined: false,
+                });
+            }
+        }
+    }
+    membership.sort_by_key(|m| (m.at, !m.joined));
+    Ok(Emulated {
+        stats: RunStats {
+            net,
+            end,
+            events_processed: 0,
+            flows,
+            links: records,
+            counters,
+            membership,
+        },
+        wall_s,
+        delay,
+    })
+}
+
+fn bucket(rec: &mut LinkRecord, second: u64) -> &mut LinkBucket {
+    let k = second as usize;
+    if rec.buckets.len() <= k {
+        rec.buckets.resize_with(k + 1, LinkBucket::default);
+    }
+    &mut rec.buckets[k]
+}
+
+fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read {} (the node's log is beside it)",
+            path.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+}

@@ -1,0 +1,527 @@
+//! A scenario's underlay built for real out of network namespaces.
+//!
+//! Every node (host or router) is a network namespace `mc<PID>n<I>`; one
+//! more, `mc<PID>d`, holds the delay element ([`super::delay`]). A
+//! declared link `N` between `X` and `Y` is two veth pairs: `l<N>` in X's
+//! namespace paired with `a<N>` in the delay namespace, and `l<N>` in Y's
+//! paired with `b<N>`. Addresses:
+//!
+//! - node `I` (declaration order) owns `10.255.H.L/32` on its loopback,
+//!   with `H.L` = `I + 1` (so `10.255.0.1` is the first node); meshcast
+//!   nodes listen there;
+//! - link `N` is the /30 at `10.0.0.0 + 4N`: `.1` at its `from` end, `.2`
+//!   at its `to` end.
+//!
+//! Each outer end shapes its direction: htb at the direction's capacity
+//! over a pfifo/bfifo of the scenario's queue limit (with a size table
+//! that takes the 14-byte Ethernet header off, so rates and byte limits
+//! count IP packets as the simulator does). Routes are the simulator's own
+//! next-hop tables ([`meshcast_sim::routing::Routes`]), one /32 per
+//! destination node with this node's address as source; only routers
+//! forward. IPv6 is off everywhere so nothing but the experiment's traffic
+//! crosses the links.
+//!
+//! [`Underlay`] removes every namespace it made when dropped (and with
+//! them their interfaces); [`remove_stale`] removes those of runs whose
+//! process is gone (a run killed with SIGKILL cannot clean up).
+
+use super::delay::{DelayCounters, DelayLine, Hop};
+use crate::build::network;
+use crate::scenario::Scenario;
+use anyhow::{Context as _, bail};
+use meshcast_core::{NodeId, Rate};
+use meshcast_sim::network::NodeKind;
+use meshcast_sim::routing::Routes;
+use meshcast_sim::{LinkId, Network};
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Where `ip netns` keeps its namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
+/// Namespace names start with this, then the owning process id.
+const PREFIX: &str = "mc";
+
+/// Run `program args`, failing with its stderr.
+pub(crate) fn run_cmd(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {program} (iproute2 is needed)"))?;
+    if !out.status.success() {
+        bail!(
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Run `ip -n NS -batch -` with `lines` on its input.
+fn ip_batch(ns: &str, lines: &[String]) -> anyhow::Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run ip (iproute2 is needed)")?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all((lines.join("\n") + "\n").as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "ip -n {ns} -batch failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Set sysctls inside namespace `ns`.
+fn sysctls(ns: &str, settings: &[&str]) -> anyhow::Result<()> {
+    let mut args = vec!["netns", "exec", ns, "sysctl", "-q", "-w"];
+    args.extend_from_slice(settings);
+    run_cmd("ip", &args).map(|_| ())
+}
+
+/// The address of node `i` (declaration order).
+pub fn node_addr(i: usize) -> Ipv4Addr {
+    let k = u32::try_from(i + 1).unwrap_or(u32::MAX) & 0xffff;
+    Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 255, 0, 0)) | k)
+}
+
+/// The address of link `n`'s `from` end (`to_end` false) or `to` end.
+fn link_addr(n: usize, to_end: bool) -> Ipv4Addr {
+    let base = u32::from(Ipv4Addr::new(10, 0, 0, 0)) + 4 * u32::try_from(n).unwrap_or(0);
+    Ipv4Addr::from(base + 1 + u32::from(to_end))
+}
+
+/// Namespace names of a run by process `pid`: `(node i, delay)`.
+fn ns_name(pid: u32, node: Option<usize>) -> String {
+    match node {
+        Some(i) => format!("{PREFIX}{pid}n{i}"),
+        None => format!("{PREFIX}{pid}d"),
+    }
+}
+
+/// Remove the namespaces left by runs whose process no longer exists.
+/// Returns their names.
+pub fn remove_stale() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let tail = &rest[digits.len()..];
+        let ours = !digits.is_empty()
+            && (tail == "d" || (tail.starts_with('n') && tail[1..].parse::<u32>().is_ok()));
+        if ours && !std::path::Path::new(&format!("/proc/{digits}")).exists() {
+            let _ = run_cmd("ip", &["netns", "del", &name]);
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+/// Counters of one link direction's queue, read from the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Bytes sent (IP bytes: the size table takes the Ethernet header off).
+    pub bytes: u64,
+    /// Packets sent.
+    pub packets: u64,
+    /// Packets the drop-tail queue dropped.
+    pub drops: u64,
+    /// Packets waiting now.
+    pub qlen: u32,
+}
+
+/// The built underlay.
+pub struct Underlay {
+    /// Every namespace made, delay namespace last.
+    made: Vec<String>,
+    /// Namespace of each node.
+    node_ns: Vec<String>,
+    net: Network,
+    /// Directions of each declared link: `[from->to, to->from]`.
+    directions: Vec<[LinkId; 2]>,
+    /// Which declared links are up.
+    up: Vec<bool>,
+    /// Installed routes per node: destination node -> declared link.
+    routes: Vec<BTreeMap<usize, usize>>,
+    delay: Option<DelayLine>,
+}
+
+impl Underlay {
+    /// Build `sc`'s underlay. Needs root and iproute2. Refuses what it
+    /// cannot reproduce (one-way links, RED queues, a queue limited in
+    /// both packets and bytes).
+    pub fn build(sc: &Scenario) -> anyhow::Result<Underlay> {
+        let (net, dirs) = network(sc)?;
+        let mut directions = Vec::new();
+        for (n, (l, d)) in sc.links.iter().zip(&dirs).enumerate() {
+            let [ab, ba] = d[..] else {
+                bail!(
+                    "link {n} ({} -> {}) runs one way only; meshcast emu builds links both ways",
+                    l.from,
+                    l.to
+                );
+            };
+            if l.params.red.is_some() {
+                bail!(
+                    "link {n} ({} - {}) has RED, which this kernel lacks",
+                    l.from,
+                    l.to
+                );
+            }
+            if l.params.queue.packets.is_some() && l.params.queue.bytes.is_some() {
+                bail!(
+                    "link {n} ({} - {}) limits its queue in packets and in bytes; a kernel fifo holds one limit",
+                    l.from,
+                    l.to
+                );
+            }
+            directions.push([ab, ba]);
+        }
+        let pid = std::process::id();
+        let mut u = Underlay {
+            made: Vec::new(),
+            node_ns: (0..sc.nodes.len()).map(|i| ns_name(pid, Some(i))).collect(),
+            net,
+            directions,
+            up: vec![true; sc.links.len()],
+            routes: vec![BTreeMap::new(); sc.nodes.len()],
+            delay: None,
+        };
+        // From here on, dropping `u` removes whatever was made.
+        u.make(sc, pid)?;
+        Ok(u)
+    }
+
+    fn make(&mut self, sc: &Scenario, pid: u32) -> anyhow::Result<()> {
+        let no_v6 = [
+            "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        ];
+        let delay_ns = ns_name(pid, None);
+        for ns in self.node_ns.iter().chain([&delay_ns]) {
+            run_cmd("ip", &["netns", "add", ns])?;
+            self.made.push(ns.clone());
+            sysctls(ns, &no_v6)?;
+        }
+        for (i, node) in sc.nodes.iter().enumerate() {
+            let ns = &self.node_ns[i];
+            let forward = if node.kind == NodeKind::Router {
+                "1"
+            } else {
+                "0"
+            };
+            sysctls(
+                ns,
+                &[
+                    &format!("net.ipv4.ip_forward={forward}"),
+                    "net.ipv4.conf.all.rp_filter=0",
+                    "net.ipv4.conf.default.rp_filter=0",
+                ],
+            )?;
+            ip_batch(
+                ns,
+                &[
+                    "link set lo up".to_owned(),
+                    format!("addr add {}/32 dev lo", node_addr(i)),
+                ],
+            )?;
+        }
+        let mut hops = Vec::new();
+        let mut delay_cmds = Vec::new();
+        for (n, l) in sc.links.iter().enumerate() {
+            let ends = [self.index(&l.from)?, self.index(&l.to)?];
+            for (side, &node) in ends.iter().enumerate() {
+                let inner = format!("{}{n}", if side == 0 { 'a' } else { 'b' });
+                let ns = &self.node_ns[node];
+                run_cmd(
+                    "ip",
+                    &[
+                        "-n",
+                        ns,
+                        "link",
+                        "add",
+                        &format!("l{n}"),
+                        "type",
+                        "veth",
+                        "peer",
+                        "name",
+                        &inner,
+                        "netns",
+                        &delay_ns,
+                    ],
+                )?;
+                delay_cmds.push(format!("link set {inner} up"));
+                ip_batch(
+                    ns,
+                    &[
+                        format!("addr add {}/30 dev l{n}", link_addr(n, side == 1)),
+                        format!("link set l{n} up"),
+                    ],
+                )?;
+                let dir = &self.net.links()[self.directions[n][side].index()].params;
+                self.shape(node, n, dir.capacity, &dir.queue)?;
+            }
+            let p = |d: LinkId| &self.net.links()[d.index()].params;
+            let [ab, ba] = self.directions[n];
+            hops.push(Hop {
+                a: format!("a{n}"),
+                b: format!("b{n}"),
+                delay_ab: std::time::Duration::from_nanos(p(ab).delay.as_nanos()),
+                delay_ba: std::time::Duration::from_nanos(p(ba).delay.as_nanos()),
+                loss_ab: p(ab).loss,
+                loss_ba: p(ba).loss,
+            });
+        }
+        ip_batch(&delay_ns, &delay_cmds)?;
+        self.delay = Some(
+            DelayLine::start(PathBuf::from(NETNS_DIR).join(&delay_ns), hops, sc.seed)
+                .context("cannot start the delay element")?,
+        );
+        self.route()
+    }
+
+    fn index(&self, name: &str) -> anyhow::Result<usize> {
+        self.net
+            .node_id(name)
+            .map(NodeId::index)
+            .with_context(|| format!("no node {name}"))
+    }
+
+    /// htb at `rate` over the queue `limit` on node `node`'s end of link `n`.
+    fn shape(
+        &self,
+        node: usize,
+        n: usize,
+        rate: Rate,
+        limit: &meshcast_sim::QueueLimit,
+    ) -> anyhow::Result<()> {
+        let dev = format!("l{n}");
+        let ns = &self.node_ns[node];
+        let bits = format!("{}bit", rate.as_bps().max(8));
+        let fifo: Vec<String> = match (limit.packets, limit.bytes) {
+            (Some(p), _) => vec!["pfifo".into(), "limit".into(), p.to_string()],
+            (None, Some(b)) => vec!["bfifo".into(), "limit".into(), b.to_string()],
+            (None, None) => vec!["pfifo".into(), "limit".into(), "1000000".into()],
+        };
+        let mut root = vec![
+            "-n", ns, "qdisc", "add", "dev", &dev, "root", "handle", "1:",
+        ];
+        root.extend(["stab", "overhead", "-14", "htb", "default", "1"]);
+        run_cmd("tc", &root)?;
+        run_cmd(
+            "tc",
+            &[
+                "-n", ns, "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb",
+                "rate", &bits, "ceil", &bits, "quantum", "1514",
+            ],
+        )?;
+        let mut leaf = vec![
+            "-n", ns, "qdisc", "add", "dev", &dev, "parent", "1:1", "handle", "10:",
+        ];
+        leaf.extend(fifo.iter().map(String::as_str));
+        run_cmd("tc", &leaf).map(|_| ())
+    }
+
+    /// Install the simulator's routes for the links now up (replacing
+    /// what changed, removing routes to nodes no longer reachable).
+    fn route(&mut self) -> anyhow::Result<()> {
+        let up: Vec<bool> = (0..self.net.links().len())
+            .map(|d| {
+                let n = self
+                    .directions
+                    .iter()
+                    .position(|ds| ds.contains(&LinkId(d as u32)))
+                    .expect("every direction belongs to a declared link");
+                self.up[n]
+            })
+            .collect();
+        let routes = Routes::compute(&self.net, &up);
+        let n = self.net.nodes().len();
+        for at in 0..n {
+            let mut want = BTreeMap::new();
+            let mut cmds = Vec::new();
+            for dst in 0..n {
+                let Some(l) = routes.next(NodeId(at as u32), NodeId(dst as u32)) else {
+                    continue;
+                };
+                let declared = self
+                    .directions
+                    .iter()
+                    .position(|ds| ds.contains(&l))
+                    .expect("every direction belongs to a declared link");
+                want.insert(dst, declared);
+                if self.routes[at].get(&dst) != Some(&declared) {
+                    // The next hop is the link's other end.
+                    let via_to_end = self.directions[declared][0] == l;
+                    cmds.push(format!(
+                        "route replace {}/32 via {} dev l{declared} src {}",
+                        node_addr(dst),
+                        link_addr(declared, via_to_end),
+                        node_addr(at)
+                    ));
+                }
+            }
+            for dst in self.routes[at].keys() {
+                if !want.contains_key(dst) {
+                    cmds.push(format!("route del {}/32", node_addr(*dst)));
+                }
+            }
+            ip_batch(&self.node_ns[at], &cmds)?;
+            self.routes[at] = want;
+        }
+        Ok(())
+    }
+
+    /// The namespace of node `i`.
+    pub fn netns(&self, i: usize) -> &str {
+        &self.node_ns[i]
+    }
+
+    /// The file of node `i`'s namespace (for `setns`).
+    pub fn netns_path(&self, i: usize) -> PathBuf {
+        PathBuf::from(NETNS_DIR).join(&self.node_ns[i])
+    }
+
+    /// The underlay as the simulator sees it.
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Directions of declared link `n`: `[from->to, to->from]`.
+    pub fn directions(&self, n: usize) -> [LinkId; 2] {
+        self.directions[n]
+    }
+
+    /// Take declared link `n` down or up (both ends), and reroute.
+    pub fn set_link(&mut self, n: usize, up: bool) -> anyhow::Result<()> {
+        let state = if up { "up" } else { "down" };
+        for d in self.directions[n] {
+            let from = self.net.links()[d.index()].from.index();
+            ip_batch(&self.node_ns[from], &[format!("link set l{n} {state}")])?;
+        }
+        self.up[n] = up;
+        // The kernel flushed the routes over the device when it went down
+        // (and does not bring them back with it): forget them, so that
+        // routing installs whatever now goes that way.
+        for r in &mut self.routes {
+            r.retain(|_, l| *l != n);
+        }
+        self.route()
+    }
+
+    /// Change declared link `n`'s capacity (both directions).
+    pub fn set_capacity(&self, n: usize, rate: Rate) -> anyhow::Result<()> {
+        let bits = format!("{}bit", rate.as_bps().max(8));
+        for d in self.directions[n] {
+            let from = self.net.links()[d.index()].from.index();
+            run_cmd(
+                "tc",
+                &[
+                    "-n",
+                    &self.node_ns[from],
+                    "class",
+                    "change",
+                    "dev",
+                    &format!("l{n}"),
+                    "parent",
+                    "1:",
+                    "classid",
+                    "1:1",
+                    "htb",
+                    "rate",
+                    &bits,
+                    "ceil",
+                    &bits,
+                    "quantum",
+                    "1514",
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The queue counters of every link direction (indexed by
+    /// [`LinkId`]), read from the kernel.
+    pub fn queue_stats(&self) -> anyhow::Result<Vec<QueueStats>> {
+        let mut out = vec![QueueStats::default(); self.net.links().len()];
+        for (i, ns) in self.node_ns.iter().enumerate() {
+            let text = run_cmd("tc", &["-n", ns, "-s", "-j", "qdisc", "show"])?;
+            let qdiscs: Vec<serde_json::Value> =
+                serde_json::from_str(&text).context("tc -j printed something else than JSON")?;
+            for q in &qdiscs {
+                if q["handle"] != "10:" {
+                    continue;
+                }
+                let Some(n) = q["dev"]
+                    .as_str()
+                    .and_then(|d| d.strip_prefix('l'))
+                    .and_then(|d| d.parse::<usize>().ok())
+                else {
+                    continue;
+                };
+                let Some(&d) = self.directions.get(n).and_then(|ds| {
+                    ds.iter()
+                        .find(|d| self.net.links()[d.index()].from.index() == i)
+                }) else {
+                    continue;
+                };
+                let num = |k: &str| q[k].as_u64().unwrap_or(0);
+                out[d.index()] = QueueStats {
+                    bytes: num("bytes"),
+                    packets: num("packets"),
+                    drops: num("drops"),
+                    qlen: u32::try_from(num("qlen")).unwrap_or(u32::MAX),
+                };
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stop the delay element and remove every namespace; returns the
+    /// delay element's counters.
+    pub fn teardown(&mut self) -> anyhow::Result<DelayCounters> {
+        let counters = match self.delay.take() {
+            Some(d) => d.stop().context("the delay element failed")?,
+            None => DelayCounters::default(),
+        };
+        let mut failed = Vec::new();
+        for ns in self.made.drain(..).rev() {
+            if let Err(e) = run_cmd("ip", &["netns", "del", &ns]) {
+                failed.push(e.to_string());
+            }
+        }
+        if !failed.is_empty() {
+            bail!("cannot remove every namespace: {}", failed.join("; "));
+        }
+        Ok(counters)
+    }
+}
+
+impl Drop for Underlay {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            eprintln!("meshcast emu: {e:#}");
+        }
+    }
+}
