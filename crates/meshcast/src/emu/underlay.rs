@@ -1,7 +1,8 @@
 //! A scenario's underlay built for real out of network namespaces.
 //!
-//! Every node (host or router) is a network namespace `mc<PID>n<I>`; one
-//! more, `mc<PID>d`, holds the delay element ([`super::delay`]). A
+//! Every node (host or router) is a network namespace `mc<PID>.<K>n<I>`
+//! (`K` counts the underlays this process built); one more, `mc<PID>.<K>d`,
+//! holds the delay element ([`super::delay`]). A
 //! declared link `N` between `X` and `Y` is two veth pairs: `l<N>` in X's
 //! namespace paired with `a<N>` in the delay namespace, and `l<N>` in Y's
 //! paired with `b<N>`. Addresses:
@@ -106,13 +107,17 @@ fn link_addr(n: usize, to_end: bool) -> Ipv4Addr {
     Ipv4Addr::from(base + 1 + u32::from(to_end))
 }
 
-/// Namespace names of a run by process `pid`: `(node i, delay)`.
-fn ns_name(pid: u32, node: Option<usize>) -> String {
+/// Namespace names of underlay `k` of process `pid`: node `i`'s, or
+/// (`None`) the delay namespace.
+fn ns_name(pid: u32, k: u32, node: Option<usize>) -> String {
     match node {
-        Some(i) => format!("{PREFIX}{pid}n{i}"),
-        None => format!("{PREFIX}{pid}d"),
+        Some(i) => format!("{PREFIX}{pid}.{k}n{i}"),
+        None => format!("{PREFIX}{pid}.{k}d"),
     }
 }
+
+/// Underlays built by this process so far.
+static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Remove the namespaces left by runs whose process no longer exists.
 /// Returns their names.
@@ -126,9 +131,11 @@ pub fn remove_stale() -> Vec<String> {
         let Some(rest) = name.strip_prefix(PREFIX) else {
             continue;
         };
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let tail = &rest[digits.len()..];
-        let ours = !digits.is_empty()
+        let Some((digits, tail)) = rest.split_once('.') else {
+            continue;
+        };
+        let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+        let ours = digits.parse::<u32>().is_ok()
             && (tail == "d" || (tail.starts_with('n') && tail[1..].parse::<u32>().is_ok()));
         if ours && !std::path::Path::new(&format!("/proc/{digits}")).exists() {
             let _ = run_cmd("ip", &["netns", "del", &name]);
@@ -199,9 +206,12 @@ impl Underlay {
             directions.push([ab, ba]);
         }
         let pid = std::process::id();
+        let k = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut u = Underlay {
             made: Vec::new(),
-            node_ns: (0..sc.nodes.len()).map(|i| ns_name(pid, Some(i))).collect(),
+            node_ns: (0..sc.nodes.len())
+                .map(|i| ns_name(pid, k, Some(i)))
+                .collect(),
             net,
             directions,
             up: vec![true; sc.links.len()],
@@ -209,16 +219,15 @@ impl Underlay {
             delay: None,
         };
         // From here on, dropping `u` removes whatever was made.
-        u.make(sc, pid)?;
+        u.make(sc, ns_name(pid, k, None))?;
         Ok(u)
     }
 
-    fn make(&mut self, sc: &Scenario, pid: u32) -> anyhow::Result<()> {
+    fn make(&mut self, sc: &Scenario, delay_ns: String) -> anyhow::Result<()> {
         let no_v6 = [
             "net.ipv6.conf.all.disable_ipv6=1",
             "net.ipv6.conf.default.disable_ipv6=1",
         ];
-        let delay_ns = ns_name(pid, None);
         for ns in self.node_ns.iter().chain([&delay_ns]) {
             run_cmd("ip", &["netns", "add", ns])?;
             self.made.push(ns.clone());

@@ -1,0 +1,265 @@
+//! `meshcast emu` for real: network namespaces, shapers, the delay
+//! element and node processes. These tests need root (as CI runs); as
+//! another user they say so and pass without running.
+
+use meshcast::emu::delay::enter_netns;
+use meshcast::emu::underlay::{Underlay, node_addr};
+use meshcast::scenario::Scenario;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn root() -> bool {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2).unwrap_or("").to_owned())
+        })
+        .unwrap_or_default();
+    if uid != "0" {
+        eprintln!("not root: the emulation tests need network namespaces; skipped");
+    }
+    uid == "0"
+}
+
+/// Namespaces a process with this pid made (`mc<PID>.`).
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("mc{pid}.")))
+        .map(str::to_owned)
+        .collect()
+}
+
+const TWO_HOSTS: &str = r#"
+name = "two"
+duration_s = 12
+[conference]
+participants = ["A", "B"]
+max_rate_kbps = 300
+[[node]]
+id = "A"
+kind = "host"
+[[node]]
+id = "B"
+kind = "host"
+[[node]]
+id = "R"
+kind = "router"
+[[link]]
+from = "A"
+to = "R"
+capacity_kbps = 10000
+delay_ms = 20
+queue_bytes = 100000
+[[link]]
+from = "R"
+to = "B"
+capacity_kbps = 10000
+delay_ms = 30
+queue_bytes = 100000
+"#;
+
+/// A UDP echo on `addr` inside `netns`, until `stop` is dropped.
+fn echo(netns: PathBuf, addr: SocketAddr) -> std::sync::mpsc::Sender<()> {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let (ready, is_ready) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        enter_netns(&netns).expect("enter B's namespace");
+        let s = UdpSocket::bind(addr).expect("bind the echo");
+        s.set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        ready.send(()).expect("test waits");
+        let mut buf = [0u8; 2048];
+        while let Err(std::sync::mpsc::TryRecvError::Empty) = stopped.try_recv() {
+            if let Ok((n, from)) = s.recv_from(&mut buf) {
+                let _ = s.send_to(&buf[..n], from);
+            }
+        }
+    });
+    is_ready.recv().expect("echo starts");
+    stop
+}
+
+#[test]
+fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
+    if !root() {
+        return;
+    }
+    let sc = Scenario::parse("two.toml", TWO_HOSTS, &[]).expect("valid");
+    let u = Underlay::build(&sc).expect("underlay");
+    assert_eq!(namespaces_of(std::process::id()).len(), 4);
+    let b = SocketAddr::from((node_addr(1), 7000));
+    let _stop = echo(u.netns_path(1), b);
+    let a_ns = u.netns_path(0);
+    // Two hops of 20 and 30 ms each way: 100 ms round trip.
+    let rtts = std::thread::spawn(move || {
+        enter_netns(&a_ns).expect("enter A's namespace");
+        let s = UdpSocket::bind((node_addr(0), 0)).expect("bind");
+        s.set_read_timeout(Some(Duration::from_secs(1)))
+            .expect("timeout");
+        let mut rtts = Vec::new();
+        let mut buf = [0u8; 64];
+        for i in 0u32..40 {
+            let t = Instant::now();
+            s.send_to(&i.to_be_bytes(), b).expect("send");
+            let (n, _) = s.recv_from(&mut buf).expect("the echo answers");
+            assert_eq!(&buf[..n], &i.to_be_bytes());
+            rtts.push(t.elapsed().as_secs_f64() * 1e3);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        rtts
+    })
+    .join()
+    .expect("probe thread");
+    let mut sorted = rtts.clone();
+    sorted.sort_by(f64::total_cmp);
+    let (min, median, p90) = (sorted[0], sorted[20], sorted[36]);
+    eprintln!("round trip over 50 ms each way: min {min:.2} median {median:.2} p90 {p90:.2} ms");
+    assert!(
+        min >= 99.9,
+        "a round trip shorter than the delays: {rtts:?}"
+    );
+    assert!(median <= 105.0 && p90 <= 105.0, "{rtts:?}");
+    drop(u);
+    assert_eq!(namespaces_of(std::process::id()), Vec::<String>::new());
+}
+
+fn meshcast() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_meshcast"))
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
+        .expect("JSON")
+}
+
+#[test]
+fn ctrl_c_tears_everything_down() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("two.toml");
+    std::fs::write(
+        &file,
+        TWO_HOSTS.replace("duration_s = 12", "duration_s = 60"),
+    )
+    .expect("write");
+    let mut child = meshcast()
+        .arg("emu")
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .spawn()
+        .expect("meshcast runs");
+    let pid = child.id();
+    let t = Instant::now();
+    while namespaces_of(pid).len() < 4 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(namespaces_of(pid).len(), 4, "the underlay was built");
+    std::thread::sleep(Duration::from_secs(4));
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let status = child.wait().expect("meshcast ends");
+    assert_eq!(status.code(), Some(1), "an interrupted run fails");
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+    // No node process is left either.
+    let ps = Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
+    let procs = String::from_utf8_lossy(&ps.stdout).into_owned();
+    let out = dir.path().join("out").display().to_string();
+    assert!(
+        !procs.lines().any(|l| l.contains(&out)),
+        "a node survived: {procs}"
+    );
+}
+
+/// The acceptance run: the steady dumbbell for real (200 s) against the
+/// simulator's figures for the same file.
+#[test]
+fn the_steady_dumbbell_for_real_matches_the_simulator() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/celerity/dumbbell-steady.toml"
+    );
+    let (emu, sim) = (dir.path().join("emu"), dir.path().join("sim"));
+    let mut child = meshcast()
+        .args(["emu", scenario, "--json", "--out"])
+        .arg(&emu)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("meshcast emu runs");
+    let pid = child.id();
+    assert!(child.wait().expect("meshcast emu ends").success());
+    assert_eq!(namespaces_of(pid), Vec::<String>::new());
+    let st = meshcast()
+        .args(["run", scenario, "--json", "--out"])
+        .arg(&sim)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("meshcast run runs");
+    assert!(st.success());
+    let (e, s) = (summary(&emu), summary(&sim));
+    // The same schema: the same keys all the way down the flows.
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v.as_object()
+            .expect("object")
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&e), keys(&s));
+    assert_eq!(keys(&e["flows"][0]), keys(&s["flows"][0]));
+    assert_eq!(
+        keys(&e["flows"][0]["windows"][0]),
+        keys(&s["flows"][0]["windows"][0])
+    );
+    let window = |v: &serde_json::Value| -> Vec<(String, f64)> {
+        v["flows"]
+            .as_array()
+            .expect("flows")
+            .iter()
+            .map(|f| {
+                let w = &f["windows"][0];
+                assert_eq!(
+                    (w["from_s"].as_u64(), w["to_s"].as_u64()),
+                    (Some(120), Some(200))
+                );
+                (
+                    f["id"].as_str().expect("id").to_owned(),
+                    w["recv_kbps_min"].as_f64().expect("rate"),
+                )
+            })
+            .collect()
+    };
+    let (real, simulated) = (window(&e), window(&s));
+    eprintln!("[120,200] worst receiver, kbit/s: emu {real:?}, sim {simulated:?}");
+    for ((id, r), (_, m)) in real.iter().zip(&simulated) {
+        assert!(
+            (r - 240.0).abs() <= 0.15 * 240.0,
+            "session {id}: {r} kbit/s is not within 15% of 240"
+        );
+        assert!(
+            (r - m).abs() <= 0.15 * m,
+            "session {id}: {r} kbit/s is not within 15% of the simulator's {m}"
+        );
+    }
+}
