@@ -62,6 +62,15 @@ pub enum Event {
         /// The highest layer of which a packet arrived (0: none).
         layers_max: u8,
     },
+    /// The endpoint, as the source of `flow` carrying application media,
+    /// now offers the application `rate`: what an encoder should produce.
+    /// Reported when it changes.
+    RateOffered {
+        /// The flow.
+        flow: FlowId,
+        /// The rate (media payload).
+        rate: crate::units::Rate,
+    },
     /// The endpoint sent a datagram: its bytes by purpose, for overhead
     /// accounting (IP/UDP headers not included).
     BytesSent {
@@ -99,6 +108,24 @@ pub trait Endpoint {
     /// The next event to report, if any.
     #[must_use]
     fn poll_event(&mut self) -> Option<Event>;
+
+    /// The application hands the endpoint one unit of media (an RTP
+    /// packet, say) to send at `now` as the source of its own flow.
+    /// Returns whether the endpoint took it: one that does not carry
+    /// application media (the default), or a unit too large for it, is
+    /// refused.
+    fn handle_media(&mut self, now: Time, payload: &[u8]) -> bool {
+        let _ = (now, payload);
+        false
+    }
+
+    /// The next unit of media that arrived for the application, with its
+    /// flow: each unit once, in time for the endpoint's delay bound, in
+    /// arrival order. The default has none.
+    #[must_use]
+    fn poll_media(&mut self) -> Option<(FlowId, Vec<u8>)> {
+        None
+    }
 
     /// The endpoint's node is leaving at `now`: it may queue last datagrams
     /// (a goodbye) and events, which the driver drains once more before it

@@ -32,4 +32,4 @@ mod base_delay;
 mod peer;
 pub mod wire;
 
-pub use peer::{CelerityConfig, CelerityParams, CelerityPeer, PeerCounters};
+pub use peer::{CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters};

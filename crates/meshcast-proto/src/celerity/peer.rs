@@ -141,6 +141,30 @@ pub struct PeerCounters {
     pub shaped: u64,
     /// Duplicate data packets.
     pub duplicates: u64,
+    /// Application media dropped at the source: it waited past the delay
+    /// bound for the session's rate to let it go.
+    pub stale_media: u64,
+    /// Application media refused: larger than [`MAX_APP_MEDIA`], or handed
+    /// over while the peer does not carry application media.
+    pub refused_media: u64,
+}
+
+/// The largest unit of application media a peer carries, bytes (a data
+/// packet then still fits a 1500-byte MTU with its headers).
+pub const MAX_APP_MEDIA: usize = 1400;
+
+/// Application media: what the source's application handed over and
+/// what arrived for the application.
+#[derive(Debug, Default)]
+struct AppMedia {
+    /// Units waiting to be sent, with when they were handed over.
+    queue: VecDeque<(Time, Vec<u8>)>,
+    /// Units that arrived, with their session.
+    arrived: VecDeque<(usize, Vec<u8>)>,
+    /// Whether the application has handed over any media yet (until then
+    /// the session sends padding, so that its rate is known before the
+    /// application's encoder starts).
+    started: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -373,6 +397,13 @@ pub struct CelerityPeer {
     closed: bool,
     counters: PeerCounters,
     media: Vec<u8>,
+    /// With application media, what the application hands over and gets.
+    app: Option<AppMedia>,
+    /// The gap after the last media packet sent (its size at the rate
+    /// then).
+    last_gap: Option<Duration>,
+    /// The rate last reported to the application.
+    last_offered: Option<Rate>,
 }
 
 fn micros(t: Time) -> u32 {
@@ -452,6 +483,9 @@ impl CelerityPeer {
         present[me] = true;
         Ok(CelerityPeer {
             media: vec![0u8; p.media_bytes as usize],
+            app: None,
+            last_gap: None,
+            last_offered: None,
             n,
             me,
             present,
@@ -485,6 +519,25 @@ impl CelerityPeer {
     /// What the peer counted so far.
     pub fn counters(&self) -> &PeerCounters {
         &self.counters
+    }
+
+    /// Carry the application's media (`true`) instead of generating the
+    /// session's packets (the default, what the simulator measures). With
+    /// application media the session sends exactly the units handed to
+    /// [`Endpoint::handle_media`], at most at the session's rate (a unit
+    /// waits for the rate; one that waits past the delay bound is
+    /// dropped), and every unit of another session that arrives in time
+    /// is handed back by [`Endpoint::poll_media`]. The session's rate is
+    /// what the overlay offers ([`CelerityPeer::offered_rate`]): an
+    /// encoder should follow it. With `probe`, the session sends padding
+    /// until the application's first media, so that the rate is known
+    /// before its encoder starts; without, a session whose application
+    /// sends nothing (a participant that only receives) sends nothing.
+    pub fn set_app_media(&mut self, on: bool, probe: bool) {
+        self.app = on.then(|| AppMedia {
+            started: !probe,
+            ..AppMedia::default()
+        });
     }
 
     /// The rate this peer's session sends at, bits/s (what an encoder
@@ -1036,6 +1089,16 @@ impl CelerityPeer {
         let packed = packing.rate as f64 / 1e3;
         let cap = p.max_rate.map(|r| r.as_kbps_f64());
         self.src.rate_kbps = cap.map_or(packed, |c| packed.min(c));
+        if self.app.is_some() {
+            let rate = self.offered_rate();
+            if self.last_offered != Some(rate) {
+                self.last_offered = Some(rate);
+                self.events.push_back(Event::RateOffered {
+                    flow: self.cfg.flows[self.me],
+                    rate,
+                });
+            }
+        }
         let beta = p.beta;
         // An application that cannot use more asks for nothing more.
         self.src.uprime = match cap {
@@ -1046,10 +1109,11 @@ impl CelerityPeer {
             // The next packet is due one gap (at the new rate) after the
             // last; a slower rate's later deadline must not hold back a
             // faster one.
-            let due = self
-                .src
-                .last_send
-                .map_or(now, |t| (t + self.packet_gap()).max(now));
+            let gap = match self.app {
+                Some(_) => self.last_gap.unwrap_or(Duration::ZERO),
+                None => self.packet_gap(),
+            };
+            let due = self.src.last_send.map_or(now, |t| (t + gap).max(now));
             let timer = &mut self.timers[Timer::Send as usize];
             *timer = Some(timer.map_or(due, |t| t.min(due)));
         }
@@ -1086,8 +1150,12 @@ impl CelerityPeer {
 
     /// The time between two media packets at the session's rate.
     fn packet_gap(&self) -> Duration {
-        let bits = f64::from(self.cfg.params.media_bytes) * 8.0;
-        Duration::from_secs_f64((bits / (self.src.rate_kbps * 1e3)).min(3600.0))
+        self.gap_for(f64::from(self.cfg.params.media_bytes))
+    }
+
+    /// The time a packet of `bytes` of media takes at the session's rate.
+    fn gap_for(&self, bytes: f64) -> Duration {
+        Duration::from_secs_f64((bytes * 8.0 / (self.src.rate_kbps * 1e3)).min(3600.0))
     }
 
     /// Send one media packet of this peer's session.
@@ -1097,6 +1165,33 @@ impl CelerityPeer {
             self.set(Timer::Send, None);
             return;
         }
+        // With application media, the unit waiting longest is next. None
+        // waiting before the application's first media: padding, which
+        // measures the trees and brings the rate up, so that the rate an
+        // encoder is offered is known when it starts. None waiting after
+        // that leaves the timer off until a unit is handed over.
+        let bound = self.cfg.params.delay_bound;
+        let next_unit = match &mut self.app {
+            Some(app) => {
+                while app
+                    .queue
+                    .front()
+                    .is_some_and(|(t, _)| now.saturating_since(*t) > bound)
+                {
+                    app.queue.pop_front();
+                    self.counters.stale_media += 1;
+                }
+                match app.queue.front() {
+                    Some((_, unit)) => Some(unit.len()),
+                    None if !app.started => None,
+                    None => {
+                        self.set(Timer::Send, None);
+                        return;
+                    }
+                }
+            }
+            None => None,
+        };
         // A packet goes only down a tree whose every head has room for it
         // in its bucket for this session: a packet a head polices away is
         // lost to the whole subtree below it. The trees' rates fit the
@@ -1106,7 +1201,8 @@ impl CelerityPeer {
         // buckets of slow links (on random 8-member underlays 20-30% of
         // the packets died that way). When no tree has room, the packet
         // waits until one has.
-        let media = f64::from(self.cfg.params.media_bytes);
+        let padding = self.app.is_some() && next_unit.is_none();
+        let media = next_unit.map_or(f64::from(self.cfg.params.media_bytes), |n| n as f64);
         let pace = self.cfg.params.pace_to_heads;
         // Seconds until each tree has room (empty without pacing: every
         // tree may go).
@@ -1157,16 +1253,26 @@ impl CelerityPeer {
             relay_side: self.src.relay_side,
             recv_side: self.src.recv_side,
             entries: Vec::new(),
+            padding,
         };
         self.src.media_seq = self.src.media_seq.wrapping_add(1);
-        self.events.push_back(Event::FlowSent {
-            flow: self.cfg.flows[self.me],
-            payload_bytes: self.cfg.params.media_bytes,
-        });
+        let payload = match &mut self.app {
+            Some(app) if !padding => app.queue.pop_front().map(|(_, u)| u).unwrap_or_default(),
+            _ => std::mem::take(&mut self.media),
+        };
+        if !padding {
+            self.events.push_back(Event::FlowSent {
+                flow: self.cfg.flows[self.me],
+                payload_bytes: payload.len() as u32,
+            });
+        }
         for child in tree.children(0) {
             let entries = subtree_entries(&tree, child);
             let v = tree.occ[child].0;
-            self.send_data(now, v, &header, entries);
+            self.send_data(now, v, &header, entries, &payload);
+        }
+        if self.app.is_none() || padding {
+            self.media = payload;
         }
         self.src.last_send = Some(now);
         // A driver may fire the timer late (a real clock's timer
@@ -1175,7 +1281,8 @@ impl CelerityPeer {
         // Tokio's millisecond timers a 300 kbit/s session sent 290 on
         // loopback). The simulator fires timers on time, where this
         // changes nothing.
-        let gap = self.packet_gap();
+        let gap = self.gap_for(media);
+        self.last_gap = Some(gap);
         let late = now.saturating_since(due).as_nanos().min(gap.as_nanos());
         self.set(
             Timer::Send,
@@ -1185,7 +1292,14 @@ impl CelerityPeer {
 
     /// Forward/send a data packet of `header.session` to `v` within the
     /// session's rate on `me → v`.
-    fn send_data(&mut self, now: Time, v: usize, header: &DataHeader, entries: Vec<TreeEntry>) {
+    fn send_data(
+        &mut self,
+        now: Time,
+        v: usize,
+        header: &DataHeader,
+        entries: Vec<TreeEntry>,
+        payload: &[u8],
+    ) {
         if !self.present[v] {
             return;
         }
@@ -1194,7 +1308,7 @@ impl CelerityPeer {
             return;
         }
         let m = usize::from(header.session);
-        let media = self.cfg.params.media_bytes as f64;
+        let media = payload.len() as f64;
         let o = &mut self.outgoing[v];
         let depth = bucket_depth(o.rates[m], media);
         let tokens = bucket_level(o.bucket[m], o.rates[m], depth, now);
@@ -1215,10 +1329,12 @@ impl CelerityPeer {
             Vec::new()
         };
         let link = self.link_header(v, now);
-        let bytes = wire::emit_data_packet(link, &header, &ctl, &self.media);
+        let bytes = wire::emit_data_packet(link, &header, &ctl, payload);
+        // Padding is overhead: it counts with the headers.
+        let media = if header.padding { 0 } else { payload.len() };
         self.events.push_back(Event::BytesSent {
-            media: self.media.len() as u32,
-            header: (bytes.len() - self.media.len() - ctl.len()) as u32,
+            media: media as u32,
+            header: (bytes.len() - media - ctl.len()) as u32,
             control: ctl.len() as u32,
         });
         self.tx.push_back(Transmit {
@@ -1405,7 +1521,7 @@ impl CelerityPeer {
         }
     }
 
-    fn on_data(&mut self, now: Time, header: DataHeader, media_len: usize) {
+    fn on_data(&mut self, now: Time, header: DataHeader, media: &[u8]) {
         let m = usize::from(header.session);
         if m >= self.n || m == self.me {
             return;
@@ -1433,11 +1549,16 @@ impl CelerityPeer {
             self.counters.duplicates += 1;
             return;
         }
-        self.events.push_back(Event::FlowReceived {
-            flow: self.cfg.flows[m],
-            payload_bytes: media_len as u32,
-            sent_at: Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos())),
-        });
+        if !header.padding {
+            if let Some(app) = &mut self.app {
+                app.arrived.push_back((m, media.to_vec()));
+            }
+            self.events.push_back(Event::FlowReceived {
+                flow: self.cfg.flows[m],
+                payload_bytes: media.len() as u32,
+                sent_at: Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos())),
+            });
+        }
         let Some(mine) = header
             .entries
             .iter()
@@ -1451,7 +1572,7 @@ impl CelerityPeer {
             .collect();
         for c in children {
             let entries = relay_subtree(&header.entries, c);
-            self.send_data(now, c, &header, entries);
+            self.send_data(now, c, &header, entries, media);
         }
     }
 }
@@ -1542,7 +1663,7 @@ impl Endpoint for CelerityPeer {
                 for c in control {
                     self.on_control(u, now, c);
                 }
-                self.on_data(now, header, media.len());
+                self.on_data(now, header, media);
             }
         }
     }
@@ -1603,6 +1724,35 @@ impl Endpoint for CelerityPeer {
 
     fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    fn handle_media(&mut self, now: Time, payload: &[u8]) -> bool {
+        self.start(now);
+        let Some(app) = &mut self.app else {
+            self.counters.refused_media += 1;
+            return false;
+        };
+        if self.closed || payload.is_empty() || payload.len() > MAX_APP_MEDIA {
+            self.counters.refused_media += 1;
+            return false;
+        }
+        app.queue.push_back((now, payload.to_vec()));
+        app.started = true;
+        // An idle sender starts again, no sooner than the last packet's
+        // gap allows.
+        if self.timers[Timer::Send as usize].is_none() && self.src.rate_kbps > 0.0 {
+            let due = match (self.src.last_send, self.last_gap) {
+                (Some(t), Some(g)) => (t + g).max(now),
+                _ => now,
+            };
+            self.set(Timer::Send, Some(due));
+        }
+        true
+    }
+
+    fn poll_media(&mut self) -> Option<(FlowId, Vec<u8>)> {
+        let (m, unit) = self.app.as_mut()?.arrived.pop_front()?;
+        Some((self.cfg.flows[m], unit))
     }
 
     fn handle_close(&mut self, now: Time) {

@@ -142,3 +142,152 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
         assert_eq!(peers[m].counters().malformed, 0);
     }
 }
+
+/// One millisecond of peers on an ideal network (every datagram delivered
+/// after 1 ms): timers, transmits, deliveries; events as `(peer, event)`.
+fn ideal_step(
+    peers: &mut [CelerityPeer],
+    inflight: &mut std::collections::BinaryHeap<std::cmp::Reverse<InFlight>>,
+    now: Time,
+    events: &mut Vec<(usize, Event)>,
+) {
+    for (i, p) in peers.iter_mut().enumerate() {
+        if p.poll_timeout().is_some_and(|t| t <= now) {
+            p.handle_timeout(now);
+        }
+        while let Some(t) = p.poll_transmit(now) {
+            let to = t.to.node.index();
+            inflight.push(std::cmp::Reverse((
+                now + Duration::from_millis(1),
+                i,
+                to,
+                t.payload,
+            )));
+        }
+        while let Some(e) = p.poll_event() {
+            events.push((i, e));
+        }
+    }
+    while inflight.peek().is_some_and(|x| x.0.0 <= now) {
+        let std::cmp::Reverse((_, from, to, bytes)) = inflight.pop().unwrap();
+        let from_addr = peers[from].cfg.participants[from];
+        peers[to].handle_datagram(now, from_addr, &bytes);
+    }
+}
+
+/// Application media: peer 0 probes with padding until its application
+/// starts, then carries exactly the units it is handed, which the two
+/// receive-only peers hand back in order; padding is never delivered or
+/// counted as media, and the receive-only peers send no data at all.
+#[test]
+fn application_media_goes_through_unchanged_and_padding_stays_inside() {
+    let n = 3;
+    let mut peers: Vec<CelerityPeer> = (0..n)
+        .map(|me| {
+            let mut c = cfg(n, me);
+            c.params.max_rate = Some(Rate::from_kbps_f64(600.0));
+            let mut p = CelerityPeer::new(c).unwrap();
+            p.set_app_media(true, me == 0);
+            p
+        })
+        .collect();
+    // A peer without application media refuses it.
+    let mut plain = CelerityPeer::new(cfg(n, 1)).unwrap();
+    assert!(!plain.handle_media(Time::ZERO, &[1, 2, 3]));
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut now = Time::ZERO;
+    let mut offered = Vec::new();
+    let mut handed = Vec::new();
+    let mut data_sent_before_media = [0u64; 3];
+    while now < Time::from_secs(12) {
+        // From 6 s to 10 s, a 1000-byte unit every 40 ms (200 kbit/s).
+        let ms = now.as_nanos() / 1_000_000;
+        if (6000..10_000).contains(&ms) && ms % 40 == 0 {
+            let unit: Vec<u8> = (0..1000).map(|k| (k as u64 * 7 + ms) as u8).collect();
+            assert!(peers[0].handle_media(now, &unit));
+            handed.push(unit);
+        }
+        ideal_step(&mut peers, &mut inflight, now, &mut events);
+        for (i, e) in events.drain(..) {
+            match e {
+                Event::FlowSent { .. } | Event::FlowReceived { .. } if ms < 6000 => {
+                    panic!("media before the application's first unit: {i} {e:?}")
+                }
+                // Padding counts with the headers: 1400 bytes of it.
+                Event::BytesSent { media, header, .. } if ms < 6000 && header >= 1400 => {
+                    assert_eq!(media, 0);
+                    data_sent_before_media[i] += 1
+                }
+                Event::RateOffered { flow, rate } if i == 0 => {
+                    assert_eq!(flow, FlowId(0));
+                    offered.push((ms, rate.as_kbps_f64()));
+                }
+                _ => {}
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    // Padding brought the rate up before the application started.
+    // (1 and 2 sent some too: 0's padding, relayed.)
+    assert!(data_sent_before_media[0] > 50, "{data_sent_before_media:?}");
+    // The receive-only peers never sent a packet of their own sessions.
+    assert_eq!((peers[1].src.media_seq, peers[2].src.media_seq), (0, 0));
+    // The rate climbed from its initial 20 kbit/s while only padding
+    // flowed.
+    let before = offered.iter().rev().find(|(ms, _)| *ms < 6000).unwrap();
+    assert!(before.1 >= 150.0, "offered before media: {offered:?}");
+    for (r, peer) in peers.iter_mut().enumerate().skip(1) {
+        let mut got = Vec::new();
+        while let Some((flow, unit)) = peer.poll_media() {
+            assert_eq!(flow, FlowId(0));
+            got.push(unit);
+        }
+        assert_eq!(got, handed, "receiver {r}");
+    }
+    assert_eq!(peers[0].counters().stale_media, 0);
+    // Too large a unit is refused.
+    assert!(!peers[0].handle_media(now, &[0u8; MAX_APP_MEDIA + 1]));
+    assert_eq!(peers[0].counters().refused_media, 1);
+}
+
+/// A burst the session's rate cannot carry within the delay bound loses
+/// its oldest units at the source, counted, and delivers the rest.
+#[test]
+fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
+    let n = 2;
+    let mut peers: Vec<CelerityPeer> = (0..n)
+        .map(|me| {
+            let mut c = cfg(n, me);
+            c.params.max_rate = Some(Rate::from_kbps_f64(100.0));
+            let mut p = CelerityPeer::new(c).unwrap();
+            p.set_app_media(true, me == 0);
+            p
+        })
+        .collect();
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut now = Time::ZERO;
+    let mut pushed = 0;
+    while now < Time::from_secs(10) {
+        if now == Time::from_secs(6) {
+            // 50 units of 1000 bytes at once: 4 s at 100 kbit/s.
+            for k in 0..50u8 {
+                assert!(peers[0].handle_media(now, &[k; 1000]));
+                pushed += 1;
+            }
+        }
+        ideal_step(&mut peers, &mut inflight, now, &mut events);
+        events.clear();
+        now += Duration::from_millis(1);
+    }
+    let stale = peers[0].counters().stale_media;
+    let mut got = Vec::new();
+    while let Some((_, unit)) = peers[1].poll_media() {
+        got.push(unit[0]);
+    }
+    // 200 ms at 100 kbit/s carries about 2.5 units: the rest went stale.
+    assert!(stale >= 40, "stale {stale}");
+    assert_eq!(got.len() as u64 + stale, pushed);
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+}

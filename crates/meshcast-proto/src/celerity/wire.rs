@@ -63,6 +63,10 @@ pub struct DataHeader {
     pub recv_side: u16,
     /// The subtree below the receiving member, internal nodes only.
     pub entries: Vec<TreeEntry>,
+    /// The payload is padding, not media: a source carrying application
+    /// media sends it to measure its trees before the application's
+    /// first media. Relayed like media, never delivered.
+    pub padding: bool,
 }
 
 impl DataHeader {
@@ -152,6 +156,8 @@ const FLAG_WIDE: u8 = 0x10;
 /// A control length byte follows the entry count, and that many bytes of
 /// control messages follow the entries.
 const FLAG_CONTROL: u8 = 0x20;
+/// The payload is padding ([`DataHeader::padding`]).
+const FLAG_PADDING: u8 = 0x40;
 
 const TLV_RATE: u8 = 1;
 const TLV_STATE: u8 = 2;
@@ -227,7 +233,7 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, CelerityWireError> {
         PacketType::CelerityData => {
             need(rest, DATA_FIXED_LEN, "data header")?;
             let flags = rest[0];
-            if flags & !(SESSION_MASK | FLAG_WIDE | FLAG_CONTROL) != 0 {
+            if flags & !(SESSION_MASK | FLAG_WIDE | FLAG_CONTROL | FLAG_PADDING) != 0 {
                 return Err(CelerityWireError::Invalid("data header flags"));
             }
             let session = flags & SESSION_MASK;
@@ -286,6 +292,7 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, CelerityWireError> {
                 relay_side,
                 recv_side,
                 entries,
+                padding: flags & FLAG_PADDING != 0,
             };
             let control = parse_control(&rest[o..o + ctl_len])?;
             Ok(Packet::Data {
@@ -536,6 +543,9 @@ pub fn emit_data_packet(
     if !control.is_empty() {
         flags |= FLAG_CONTROL;
     }
+    if header.padding {
+        flags |= FLAG_PADDING;
+    }
     let mask = |out: &mut Vec<u8>, m: u16| {
         if wide {
             out.extend_from_slice(&m.to_be_bytes());
@@ -587,6 +597,7 @@ mod tests {
                 member: 2,
                 children: 0b1001,
             }],
+            padding: false,
         };
         let mut ctl = Vec::new();
         emit_control(
@@ -636,6 +647,7 @@ mod tests {
             relay_side: 0b1011,
             recv_side: 0b0101,
             entries: Vec::new(),
+            padding: false,
         };
         let prefix = COMMON_HEADER_LEN + LINK_HEADER_LEN;
         let len =
@@ -674,6 +686,7 @@ mod tests {
                 relay_side: 0,
                 recv_side: 0,
                 entries: Vec::new(),
+                padding: false,
             };
             let bytes = emit_data_packet(link, &header, &[], &[]);
             let Ok(Packet::Data { header: h, .. }) = parse(&bytes) else {
@@ -820,9 +833,10 @@ mod tests {
             any::<u16>(),
             any::<u16>(),
             proptest::collection::vec(entry, 0..=MAX_PARTICIPANTS),
+            any::<bool>(),
         )
             .prop_map(
-                |(session, media_seq, origin_ts_us, u, relay_side, recv_side, entries)| {
+                |(session, media_seq, origin_ts_us, u, relay_side, recv_side, entries, padding)| {
                     // Any finite, non-negative half-precision value.
                     let uprime = f16::from_bits(u & 0x7BFF).to_f32();
                     DataHeader {
@@ -833,6 +847,7 @@ mod tests {
                         relay_side,
                         recv_side,
                         entries,
+                        padding,
                     }
                 },
             )
