@@ -46,7 +46,7 @@
 //!   [`Endpoint::handle_close`], sends what that queued (Celerity's Bye)
 //!   and returns the endpoint with its counters.
 
-use meshcast_core::{Addr, Endpoint, Event, Time, Transmit};
+use meshcast_core::{Addr, Endpoint, Event, FlowId, Time, Transmit};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{self, IoSliceMut};
@@ -139,6 +139,34 @@ pub struct NetCounters {
     pub send_errors: u64,
     /// Receive calls that failed with something other than "would block".
     pub recv_errors: u64,
+    /// Media units the application sent to the media input.
+    pub media_in: u64,
+    /// Media units the endpoint refused (too large, say).
+    pub media_refused: u64,
+    /// Media units delivered to the application's ports.
+    pub media_out: u64,
+    /// Media units that arrived for a flow with no port, or that the
+    /// kernel refused to send on (dropped).
+    pub media_dropped: u64,
+}
+
+/// The application's media over local UDP ([`Node::set_media`]): units
+/// (RTP packets from an encoder, say; one datagram each) that arrive on
+/// `input` go to the endpoint as its own flow's media, and units of flow
+/// `f` that arrive for the application go to its `outputs` entry.
+#[derive(Debug, Default)]
+pub struct MediaPorts {
+    /// Where the application's own media arrives.
+    pub input: Option<std::net::UdpSocket>,
+    /// Where each other flow's media goes.
+    pub outputs: Vec<(FlowId, SocketAddr)>,
+}
+
+/// The sockets behind [`MediaPorts`].
+struct Media {
+    input: Option<UdpSocket>,
+    output: UdpSocket,
+    outputs: HashMap<FlowId, SocketAddr>,
 }
 
 /// What [`Node::run`] hands back.
@@ -162,6 +190,7 @@ pub struct Node<E> {
     counters: NetCounters,
     /// Whether several datagrams may leave in one GSO send.
     gso: bool,
+    media: Option<Media>,
 }
 
 impl<E: Endpoint> Node<E> {
@@ -213,6 +242,7 @@ impl<E: Endpoint> Node<E> {
             origin,
             counters: NetCounters::default(),
             gso: true,
+            media: None,
         })
     }
 
@@ -223,6 +253,31 @@ impl<E: Endpoint> Node<E> {
     /// turns GSO off for that reason.
     pub fn set_gso(&mut self, on: bool) {
         self.gso = on;
+    }
+
+    /// Carry the application's media through `ports` (the endpoint must
+    /// take media: [`Endpoint::handle_media`]). Must be called within a
+    /// Tokio runtime.
+    pub fn set_media(&mut self, ports: MediaPorts) -> io::Result<()> {
+        let input = match ports.input {
+            Some(s) => {
+                s.set_nonblocking(true)?;
+                Some(UdpSocket::from_std(s)?)
+            }
+            None => None,
+        };
+        let any: SocketAddr = match ports.outputs.first() {
+            Some((_, a)) if a.is_ipv6() => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+            _ => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        };
+        let output = std::net::UdpSocket::bind(any)?;
+        output.set_nonblocking(true)?;
+        self.media = Some(Media {
+            input,
+            output: UdpSocket::from_std(output)?,
+            outputs: ports.outputs.into_iter().collect(),
+        });
+        Ok(())
     }
 
     /// The socket's local address.
@@ -254,6 +309,7 @@ impl<E: Endpoint> Node<E> {
     {
         let mut bufs = vec![vec![0u8; RECV_BUF]; RECV_BATCH];
         let mut meta = vec![quinn_udp::RecvMeta::default(); RECV_BATCH];
+        let mut media_buf = vec![0u8; RECV_BUF];
         tokio::pin!(stop);
         loop {
             self.drain(&mut on_event).await?;
@@ -271,6 +327,15 @@ impl<E: Endpoint> Node<E> {
                     ready?;
                     self.receive(&mut bufs, &mut meta);
                 }
+                ready = async {
+                    match self.media.as_ref().and_then(|m| m.input.as_ref()) {
+                        Some(s) => s.readable().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    ready?;
+                    self.receive_media(&mut media_buf);
+                }
                 () = sleep => {
                     let now = self.now();
                     self.endpoint.handle_timeout(now);
@@ -284,6 +349,43 @@ impl<E: Endpoint> Node<E> {
             endpoint: self.endpoint,
             counters: self.counters,
         })
+    }
+
+    /// Hand every media unit waiting on the media input to the endpoint.
+    fn receive_media(&mut self, buf: &mut [u8]) {
+        let Some(input) = self.media.as_ref().and_then(|m| m.input.as_ref()) else {
+            return;
+        };
+        loop {
+            let n = match input.try_recv(buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.counters.recv_errors += 1;
+                    return;
+                }
+            };
+            self.counters.media_in += 1;
+            let now = self.now();
+            if !self.endpoint.handle_media(now, &buf[..n]) {
+                self.counters.media_refused += 1;
+            }
+        }
+    }
+
+    /// Send the media units that arrived for the application to its ports.
+    fn deliver_media(&mut self) {
+        while let Some((flow, unit)) = self.endpoint.poll_media() {
+            let sent = self.media.as_ref().and_then(|m| {
+                let dest = m.outputs.get(&flow)?;
+                m.output.try_send_to(&unit, *dest).ok()
+            });
+            if sent.is_some() {
+                self.counters.media_out += 1;
+            } else {
+                self.counters.media_dropped += 1;
+            }
+        }
     }
 
     /// Read every datagram waiting on the socket into the endpoint.
@@ -342,6 +444,7 @@ impl<E: Endpoint> Node<E> {
                 break;
             }
         }
+        self.deliver_media();
         self.send_all(out).await
     }
 

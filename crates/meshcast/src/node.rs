@@ -18,7 +18,7 @@ use crate::scenario::{Locator, ScenarioError};
 use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::{Addr, Event, FlowId, NodeId, Time};
-use meshcast_net::{AddrBook, NetCounters, Node};
+use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node};
 use meshcast_proto::celerity::{CelerityConfig, CelerityPeer, PeerCounters};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,6 +55,25 @@ pub struct NodeConfig {
     /// Whether to keep every media packet sent or received in time, and
     /// every send's byte counts, for `packets.csv` (default false).
     pub record_packets: bool,
+    /// Real media over local UDP, if configured (`[media]`).
+    pub media: Option<MediaConfig>,
+}
+
+/// `[media]`: the application's media (RTP, say) over local UDP ports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaConfig {
+    /// Where this participant's own media arrives (from its encoder).
+    pub input: Option<SocketAddr>,
+    /// Where each other participant's media goes: (participant index,
+    /// address).
+    pub outputs: Vec<(usize, SocketAddr)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMedia {
+    input: Option<Spanned<String>>,
+    output: Option<BTreeMap<String, Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -67,6 +86,7 @@ struct RawNode {
     metrics_listen: Option<Spanned<String>>,
     gso: Option<bool>,
     record_packets: Option<bool>,
+    media: Option<RawMedia>,
     conference: RawConference,
     peers: Spanned<BTreeMap<String, Spanned<String>>>,
 }
@@ -173,6 +193,35 @@ impl NodeConfig {
             Some(m) => Some(socket_addr(m, "metrics_listen", &loc)?),
             None => None,
         };
+        let media = match &raw.media {
+            None => None,
+            Some(m) => {
+                let input = match &m.input {
+                    Some(i) => Some(socket_addr(i, "media.input", &loc)?),
+                    None => None,
+                };
+                let mut outputs = Vec::new();
+                for (name, addr) in m.output.iter().flatten() {
+                    let field = format!("media.output.{name}");
+                    let Some(p) = conference.participants.iter().position(|p| p == name) else {
+                        return Err(loc.err(
+                            addr.span(),
+                            &field,
+                            format!("{name:?} is not among conference.participants"),
+                        ));
+                    };
+                    if p == me {
+                        return Err(loc.err(
+                            addr.span(),
+                            &field,
+                            "a node does not receive its own session",
+                        ));
+                    }
+                    outputs.push((p, socket_addr(addr, &field, &loc)?));
+                }
+                Some(MediaConfig { input, outputs })
+            }
+        };
         Ok(NodeConfig {
             id,
             me,
@@ -184,6 +233,7 @@ impl NodeConfig {
             metrics_listen,
             gso: raw.gso.unwrap_or(true),
             record_packets: raw.record_packets.unwrap_or(false),
+            media,
         })
     }
 }
@@ -314,6 +364,13 @@ pub struct NetSummary {
     pub unknown_source: u64,
     /// Datagrams the kernel refused to send.
     pub send_errors: u64,
+    /// Media units that came in on the media input.
+    pub media_in: u64,
+    /// Media units delivered to the media outputs.
+    pub media_out: u64,
+    /// Media units refused or dropped (too large; no output for the
+    /// session; the kernel refused to send).
+    pub media_dropped: u64,
 }
 
 /// [`PeerCounters`] for the summary.
@@ -327,6 +384,9 @@ pub struct PeerSummary {
     pub duplicates: u64,
     /// Unparsable datagrams.
     pub malformed: u64,
+    /// Media units dropped at this source after waiting past the delay
+    /// bound for the session's rate.
+    pub stale_media: u64,
 }
 
 impl NetSummary {
@@ -337,6 +397,9 @@ impl NetSummary {
             gso_sends: c.gso_sends,
             unknown_source: c.unknown_source,
             send_errors: c.send_errors,
+            media_in: c.media_in,
+            media_out: c.media_out,
+            media_dropped: c.media_refused + c.media_dropped,
         }
     }
 }
@@ -348,6 +411,7 @@ impl PeerSummary {
             shaped: c.shaped,
             duplicates: c.duplicates,
             malformed: c.malformed,
+            stale_media: c.stale_media,
         }
     }
 }
@@ -363,13 +427,18 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
     for (a, s) in addrs.iter().zip(&cfg.peers) {
         book.insert(*a, *s)?;
     }
-    let peer = CelerityPeer::new(CelerityConfig {
+    let mut peer = CelerityPeer::new(CelerityConfig {
         me: cfg.me,
         participants: addrs,
         flows: (0..n).map(|i| FlowId(i as u32)).collect(),
         model: cfg.conference.model(),
         params: cfg.conference.params.clone(),
     })?;
+    if let Some(m) = &cfg.media {
+        // A participant with an encoder probes its rate before the
+        // encoder starts; one that only receives sends nothing.
+        peer.set_app_media(true, m.input.is_some());
+    }
     let mut rec = FlowRecorder::new();
     for (i, name) in cfg.conference.participants.iter().enumerate() {
         let receivers = if i == cfg.me {
@@ -395,6 +464,23 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         }
         let mut node = Node::with_epoch(peer, socket, book, cfg.epoch)?;
         node.set_gso(cfg.gso);
+        if let Some(m) = &cfg.media {
+            let input = match m.input {
+                Some(a) => Some(
+                    std::net::UdpSocket::bind(a)
+                        .with_context(|| format!("cannot take media on {a}"))?,
+                ),
+                None => None,
+            };
+            node.set_media(MediaPorts {
+                input,
+                outputs: m
+                    .outputs
+                    .iter()
+                    .map(|&(p, a)| (FlowId(p as u32), a))
+                    .collect(),
+            })?;
+        }
         started(node.local_addr()?);
         // Reports count seconds from this node's start; the protocol's
         // clock counts from the shared epoch.
@@ -511,6 +597,9 @@ struct Live {
     received: Vec<(u64, u64)>,
     /// Bytes sent as media, data headers and control.
     bytes: [u64; 3],
+    /// The rate the overlay last offered this node's application (with
+    /// `[media]`), bits/s.
+    offered_bps: Option<u64>,
 }
 
 impl Live {
@@ -520,6 +609,7 @@ impl Live {
             sent: vec![(0, 0); names.len()],
             received: vec![(0, 0); names.len()],
             bytes: [0; 3],
+            offered_bps: None,
         }
     }
 
@@ -549,6 +639,7 @@ impl Live {
                 self.bytes[1] += u64::from(header);
                 self.bytes[2] += u64::from(control);
             }
+            Event::RateOffered { rate, .. } => self.offered_bps = Some(rate.as_bps()),
             _ => {}
         }
     }
@@ -603,6 +694,12 @@ impl Live {
                 .map(|(p, v)| (format!("{{purpose=\"{p}\"}}"), v))
                 .collect::<Vec<_>>(),
         );
+        if let Some(bps) = self.offered_bps {
+            let _ = writeln!(
+                t,
+                "# HELP meshcast_offered_rate_bits_per_second The media rate the overlay offers this node's own session now: what its encoder should produce.\n# TYPE meshcast_offered_rate_bits_per_second gauge\nmeshcast_offered_rate_bits_per_second {bps}"
+            );
+        }
         let _ = writeln!(
             t,
             "# HELP meshcast_uptime_seconds Seconds since the node started.\n# TYPE meshcast_uptime_seconds gauge\nmeshcast_uptime_seconds {:.3}",
@@ -792,5 +889,30 @@ B = "127.0.0.1:7002"
             err(&format!("{GOOD}C = \"127.0.0.1:7003\"\n"))
                 .contains(r#"peers.C: "C" is not among conference.participants"#)
         );
+        let media = |m: &str| format!("{GOOD}\n[media]\n{m}\n");
+        let c = NodeConfig::parse(
+            "n.toml",
+            &media("input = \"127.0.0.1:9000\"\noutput = { A = \"127.0.0.1:9001\" }"),
+        )
+        .expect("valid media");
+        assert_eq!(
+            c.media,
+            Some(MediaConfig {
+                input: Some("127.0.0.1:9000".parse().expect("address")),
+                outputs: vec![(0, "127.0.0.1:9001".parse().expect("address"))],
+            })
+        );
+        assert!(
+            err(&media("output = { B = \"127.0.0.1:9001\" }"))
+                .contains("media.output.B: a node does not receive its own session")
+        );
+        assert!(
+            err(&media("output = { Z = \"127.0.0.1:9001\" }"))
+                .contains(r#"media.output.Z: "Z" is not among conference.participants"#)
+        );
+        assert!(
+            err(&media("input = \"here\"")).contains(r#"media.input: "here" is not a host:port"#)
+        );
+        assert!(err(&media("inputs = 1")).contains("inputs"));
     }
 }
