@@ -276,9 +276,20 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let stats = sim.into_stats();
-    let summary = Summary::new(&sc, &stats, wall_s);
-    write_all(&out, &summary, &stats).map_err(|error| Failure { status: 1, error })?;
+    report(&args, &sc, &sim.into_stats(), wall_s, &out)
+}
+
+/// Write a run's report into `out` and print its table (or, with
+/// `--json`, its summary).
+fn report(
+    args: &RunArgs,
+    sc: &Scenario,
+    stats: &meshcast_sim::RunStats,
+    wall_s: f64,
+    out: &std::path::Path,
+) -> Result<(), Failure> {
+    let summary = Summary::new(sc, stats, wall_s);
+    write_all(out, &summary, stats).map_err(|error| Failure { status: 1, error })?;
     if args.json {
         print!("{}", summary.to_json());
     } else {
@@ -347,15 +358,7 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
         b.finish_and_clear();
     }
     let run = run.map_err(|error| Failure { status: 1, error })?;
-    let summary = Summary::new(&sc, &run.stats, run.wall_s);
-    write_all(&out, &summary, &run.stats).map_err(|error| Failure { status: 1, error })?;
-    if args.json {
-        print!("{}", summary.to_json());
-    } else {
-        print!("{}", results_table(&summary));
-        println!("report written to {}", out.join("report.html").display());
-    }
-    Ok(())
+    report(&args, &sc, &run.stats, run.wall_s, &out)
 }
 
 fn main() -> ExitCode {

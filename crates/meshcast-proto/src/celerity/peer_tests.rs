@@ -89,42 +89,24 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
             CelerityPeer::new(c).unwrap()
         })
         .collect();
-    let mut inflight: std::collections::BinaryHeap<std::cmp::Reverse<InFlight>> =
-        Default::default();
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
     let mut received = vec![0u64; n];
     let mut sent = vec![0u64; n];
     let end = Time::from_secs(20);
     let mut now = Time::ZERO;
     while now < end {
-        for (i, p) in peers.iter_mut().enumerate() {
-            if p.poll_timeout().is_some_and(|t| t <= now) {
-                p.handle_timeout(now);
-            }
-            while let Some(t) = p.poll_transmit(now) {
-                let to = t.to.node.index();
-                inflight.push(std::cmp::Reverse((
-                    now + Duration::from_millis(1),
-                    i,
-                    to,
-                    t.payload,
-                )));
-            }
-            while let Some(e) = p.poll_event() {
-                match e {
-                    Event::FlowSent { flow, .. } if now >= Time::from_secs(10) => {
-                        sent[flow.index()] += 1
-                    }
-                    Event::FlowReceived { flow, sent_at, .. } if sent_at >= Time::from_secs(10) => {
-                        received[flow.index()] += 1
-                    }
-                    _ => {}
+        ideal_step(&mut peers, &mut inflight, now, &mut events);
+        for (_, e) in events.drain(..) {
+            match e {
+                Event::FlowSent { flow, .. } if now >= Time::from_secs(10) => {
+                    sent[flow.index()] += 1
                 }
+                Event::FlowReceived { flow, sent_at, .. } if sent_at >= Time::from_secs(10) => {
+                    received[flow.index()] += 1
+                }
+                _ => {}
             }
-        }
-        while inflight.peek().is_some_and(|x| x.0.0 <= now) {
-            let std::cmp::Reverse((_, from, to, bytes)) = inflight.pop().unwrap();
-            let from_addr = peers[from].cfg.participants[from];
-            peers[to].handle_datagram(now, from_addr, &bytes);
         }
         now += Duration::from_millis(1);
     }

@@ -202,35 +202,32 @@ fn packet_socket(name: &str) -> io::Result<OwnedFd> {
     // checksum still to be filled in (checksum offload) is sent on with
     // that state, so the receiving stack accepts it; without the header
     // it would arrive with a wrong UDP checksum and be dropped.
-    let on: libc::c_int = 1;
+    set_int_option(&sock, libc::SOL_PACKET, libc::PACKET_VNET_HDR, 1)?;
+    // A deep receive buffer: a burst at 100 Mbit/s must not be dropped here
+    // (the link's own queue is the only one that should drop).
+    // Failure (not root) leaves the default buffer, which is only less
+    // deep.
+    let _ = set_int_option(&sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20);
+    Ok(sock)
+}
+
+/// Set the integer socket option `level`/`name` of `sock` to `value`.
+fn set_int_option(sock: &OwnedFd, level: i32, name: i32, value: libc::c_int) -> io::Result<()> {
     // SAFETY: setsockopt reads an int of the size we pass.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_VNET_HDR,
-            (&raw const on).cast(),
+            level,
+            name,
+            (&raw const value).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
-    // A deep receive buffer: a burst at 100 Mbit/s must not be dropped here
-    // (the link's own queue is the only one that should drop).
-    let size: libc::c_int = 8 << 20;
-    // SAFETY: setsockopt reads an int of the size we pass. Failure (not
-    // root) leaves the default buffer, which is only less deep.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            (&raw const size).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-    Ok(sock)
 }
 
 /// Receive one frame into `buf`: `Ok(Some(len))` for a frame that arrived
