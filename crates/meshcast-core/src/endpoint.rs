@@ -134,3 +134,39 @@ pub trait Endpoint {
         let _ = now;
     }
 }
+
+/// A boxed endpoint is an endpoint (drivers that hold endpoints of several
+/// kinds, as `Box<dyn Endpoint>`, can hand them to generic code).
+impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
+    fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
+        (**self).handle_datagram(now, from, payload);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        (**self).handle_timeout(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        (**self).poll_transmit(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        (**self).poll_timeout()
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        (**self).poll_event()
+    }
+
+    fn handle_media(&mut self, now: Time, payload: &[u8]) -> bool {
+        (**self).handle_media(now, payload)
+    }
+
+    fn poll_media(&mut self) -> Option<(FlowId, Vec<u8>)> {
+        (**self).poll_media()
+    }
+
+    fn handle_close(&mut self, now: Time) {
+        (**self).handle_close(now);
+    }
+}

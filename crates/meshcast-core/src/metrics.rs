@@ -297,6 +297,54 @@ impl FlowRecorder {
         id
     }
 
+    /// Record what `event`, emitted by an endpoint on `node` at `now`,
+    /// says about the flows (events that say nothing about them are
+    /// ignored). The simulator records every endpoint's events this way,
+    /// and `meshcast emu` the events of endpoints run over real UDP.
+    pub fn record(&mut self, node: NodeId, now: Time, event: &crate::Event) {
+        use crate::Event;
+        match *event {
+            Event::FlowSent {
+                flow,
+                payload_bytes,
+            } => self.sent(flow, now, payload_bytes),
+            Event::FlowReceived {
+                flow,
+                payload_bytes,
+                sent_at,
+            } => self.received(flow, node, now, payload_bytes, sent_at),
+            Event::BytesSent {
+                media,
+                header,
+                control,
+            } => self.bytes_sent(now, media, header, control),
+            Event::MediaReceived {
+                flow,
+                generated_at,
+                retransmitted,
+            } => {
+                if let Some(l) = self.layered_mut(flow) {
+                    l.packet(now, generated_at, retransmitted);
+                }
+            }
+            Event::FramePresented {
+                flow,
+                generated_at,
+                layers_min,
+                layers_max,
+            } => {
+                if let Some(l) = self.layered_mut(flow) {
+                    l.frame(crate::layered::Frame {
+                        generated_at,
+                        min: layers_min,
+                        max: layers_max,
+                    });
+                }
+            }
+            Event::RateOffered { .. } => {}
+        }
+    }
+
     /// The source of `flow` sent a packet with `payload_bytes` at `now`.
     pub fn sent(&mut self, flow: FlowId, now: Time, payload_bytes: u32) {
         let Some(f) = self.flows.get_mut(flow.index()) else {

@@ -3,7 +3,6 @@
 use crate::network::{LinkId, Network};
 use crate::routing::Routes;
 use crate::stats::{Counters, LinkRecord, MembershipChange, NS_PER_S, RunStats};
-use meshcast_core::layered::Frame;
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::rng::{Rng, child_seed, rng_from_seed};
 use meshcast_core::{
@@ -443,51 +442,7 @@ impl Fabric {
     }
 
     fn record(&mut self, node: NodeId, ev: Event) {
-        match ev {
-            Event::FlowSent {
-                flow,
-                payload_bytes,
-            } => {
-                self.flows.sent(flow, self.now, payload_bytes);
-            }
-            Event::FlowReceived {
-                flow,
-                payload_bytes,
-                sent_at,
-            } => {
-                self.flows
-                    .received(flow, node, self.now, payload_bytes, sent_at);
-            }
-            Event::BytesSent {
-                media,
-                header,
-                control,
-            } => self.flows.bytes_sent(self.now, media, header, control),
-            Event::MediaReceived {
-                flow,
-                generated_at,
-                retransmitted,
-            } => {
-                if let Some(l) = self.flows.layered_mut(flow) {
-                    l.packet(self.now, generated_at, retransmitted);
-                }
-            }
-            Event::FramePresented {
-                flow,
-                generated_at,
-                layers_min,
-                layers_max,
-            } => {
-                if let Some(l) = self.flows.layered_mut(flow) {
-                    l.frame(Frame {
-                        generated_at,
-                        min: layers_min,
-                        max: layers_max,
-                    });
-                }
-            }
-            _ => {}
-        }
+        self.flows.record(node, self.now, &ev);
     }
 }
 
@@ -847,6 +802,21 @@ impl Sim {
         }
         self.fab.now = self.fab.now.max(end);
         progress(self.fab.now);
+    }
+
+    /// Take the simulation apart before it runs, for a driver that runs
+    /// its endpoints elsewhere (`meshcast emu` runs them over real UDP):
+    /// every endpoint bound so far with its address (each already drained
+    /// once, as binding does), and the flow recorder with every flow
+    /// declared. Scheduled actions, joins and the network stay behind.
+    pub fn into_parts(self) -> (Vec<(Addr, Box<dyn Endpoint>)>, FlowRecorder) {
+        let endpoints = self
+            .slots
+            .into_iter()
+            .flatten()
+            .map(|s| (s.addr, s.ep))
+            .collect();
+        (endpoints, self.fab.flows)
     }
 
     /// Finish the run and hand over what it measured.

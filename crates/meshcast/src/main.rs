@@ -349,7 +349,7 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
         })?;
     }
     let bar = progress_bar(&args, &sc.name, end_of(&sc), "run")?;
-    let run = meshcast::emu::emulate(&sc, &conference, &out, &stop, |t| {
+    let run = meshcast::emu::emulate(&sc, conference.as_ref(), &out, &stop, |t| {
         if let Some(b) = &bar {
             b.set_position(t);
         }

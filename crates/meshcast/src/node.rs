@@ -319,6 +319,45 @@ impl PacketRecord {
         }
     }
 
+    /// The event this record keeps, with its time.
+    pub fn event(&self) -> (Time, Event) {
+        match *self {
+            PacketRecord::Sent { t_ns, flow, bytes } => (
+                Time::from_nanos(t_ns),
+                Event::FlowSent {
+                    flow: FlowId(flow),
+                    payload_bytes: bytes,
+                },
+            ),
+            PacketRecord::Received {
+                t_ns,
+                flow,
+                bytes,
+                sent_ns,
+            } => (
+                Time::from_nanos(t_ns),
+                Event::FlowReceived {
+                    flow: FlowId(flow),
+                    payload_bytes: bytes,
+                    sent_at: Time::from_nanos(sent_ns),
+                },
+            ),
+            PacketRecord::Bytes {
+                t_ns,
+                media,
+                header,
+                control,
+            } => (
+                Time::from_nanos(t_ns),
+                Event::BytesSent {
+                    media,
+                    header,
+                    control,
+                },
+            ),
+        }
+    }
+
     /// Parse a line written by [`PacketRecord::to_csv`].
     pub fn from_csv(line: &str) -> Option<PacketRecord> {
         let mut f = line.trim_end().split(',');

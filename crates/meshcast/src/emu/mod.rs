@@ -13,15 +13,16 @@
 //! Ctrl-C or panic (docs/emu.md).
 
 pub mod delay;
+pub mod endpoints;
 pub mod underlay;
 
+use crate::build::build;
 use crate::conference::{CONFERENCE_PORT, presence};
 use crate::node::PacketRecord;
 use crate::overrides::Override;
 use crate::scenario::{EventKind, Scenario};
 use anyhow::{Context as _, bail};
-use meshcast_core::metrics::FlowRecorder;
-use meshcast_core::{FlowId, NodeId, Rate, Time};
+use meshcast_core::{NodeId, Rate, Time};
 use meshcast_sim::stats::LinkBucket;
 use meshcast_sim::{Counters, LinkRecord, MembershipChange, RunStats};
 use std::path::{Path, PathBuf};
@@ -51,8 +52,12 @@ fn is_root() -> bool {
 }
 
 /// The `[conference]` table of the scenario text with `sets` applied, as
-/// written (a node's configuration takes the same keys).
-pub fn conference_table(file: &str, text: &str, sets: &[Override]) -> anyhow::Result<toml::Table> {
+/// written (a node's configuration takes the same keys), if it has one.
+pub fn conference_table(
+    file: &str,
+    text: &str,
+    sets: &[Override],
+) -> anyhow::Result<Option<toml::Table>> {
     let text = if sets.is_empty() {
         text.to_owned()
     } else {
@@ -60,33 +65,21 @@ pub fn conference_table(file: &str, text: &str, sets: &[Override]) -> anyhow::Re
     };
     let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{file}: not TOML"))?;
     match doc.get("conference") {
-        Some(toml::Value::Table(t)) => Ok(t.clone()),
-        _ => bail!("{file}: the scenario has no [conference] section"),
+        Some(toml::Value::Table(t)) => Ok(Some(t.clone())),
+        Some(_) => bail!("{file}: conference is not a table"),
+        None => Ok(None),
     }
 }
 
 /// Refuse what emulation cannot run yet, naming it.
 pub fn check(sc: &Scenario) -> anyhow::Result<()> {
-    if sc.conference.is_none() {
-        bail!("meshcast emu runs conference scenarios; this one has no [conference] section");
-    }
-    if sc.layered.is_some() {
-        bail!("meshcast emu does not run layered (MSB) streams yet");
-    }
-    for e in &sc.events {
-        let what = match &e.kind {
-            EventKind::LinkDown { .. }
-            | EventKind::LinkUp { .. }
-            | EventKind::Capacity { .. }
-            | EventKind::Join { .. }
-            | EventKind::Leave { .. } => continue,
-            EventKind::Traffic { id, .. } => format!("cross traffic {id}"),
-            EventKind::Tcp { id, .. } => format!("TCP flow {id}"),
-            EventKind::Tfrc { id, .. } => format!("TFRC flow {id}"),
-            EventKind::DropEvery { .. } => "a periodic drop pattern".to_owned(),
-        };
+    if let Some(e) = sc
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::DropEvery { .. }))
+    {
         bail!(
-            "the event at {} s is {what}, which meshcast emu does not generate yet",
+            "the event at {} s is a periodic drop pattern, which meshcast emu does not apply yet",
             e.at_s
         );
     }
@@ -143,7 +136,7 @@ pub struct Emulated {
 /// of the run as it passes.
 pub fn emulate(
     sc: &Scenario,
-    conference: &toml::Table,
+    conference: Option<&toml::Table>,
     out: &Path,
     stop: &AtomicBool,
     mut progress: impl FnMut(u64),
@@ -152,20 +145,24 @@ pub fn emulate(
     if !is_root() {
         bail!("meshcast emu needs root (it creates network namespaces)");
     }
-    let conf = sc.conference.as_ref().expect("checked");
+    // The simulator's own flow declarations (sessions with their
+    // presence, cross traffic, layered streams), in its order.
+    let (_, mut flows) = build(sc)?.into_parts();
+    let (names, present) = match &sc.conference {
+        Some(c) => (c.participants.clone(), presence(sc, c)),
+        None => (Vec::new(), Vec::new()),
+    };
     for stale in underlay::remove_stale() {
         eprintln!("meshcast emu: removed namespace {stale} left by a run that was killed");
     }
     let exe = std::env::current_exe().context("cannot find the meshcast executable")?;
     let mut u = Underlay::build(sc).context("cannot build the underlay")?;
     let net = u.network().clone();
-    let participants: Vec<usize> = conf
-        .participants
+    let participants: Vec<usize> = names
         .iter()
         .map(|p| net.node_id(p).map(NodeId::index).context("participant"))
         .collect::<anyhow::Result<_>>()?;
-    let peers: toml::Table = conf
-        .participants
+    let peers: toml::Table = names
         .iter()
         .zip(&participants)
         .map(|(p, &i)| {
@@ -178,11 +175,10 @@ pub fn emulate(
     let epoch = SystemTime::now() + LEAD;
     let epoch_unix = epoch.duration_since(UNIX_EPOCH)?.as_secs_f64();
     let end = Time::from_secs_f64(sc.duration_s);
-    let present = presence(sc, conf);
     let mut runs = Vec::new();
     for (p, intervals) in present.iter().enumerate() {
         for (k, &(from, to)) in intervals.iter().enumerate() {
-            let name = &conf.participants[p];
+            let name = &names[p];
             let dir = out.join("nodes").join(if intervals.len() == 1 {
                 name.clone()
             } else {
@@ -196,6 +192,7 @@ pub fn emulate(
             cfg.insert("epoch_unix_s".into(), epoch_unix.into());
             cfg.insert("gso".into(), false.into());
             cfg.insert("record_packets".into(), true.into());
+            let conference = conference.context("a conference scenario's [conference] table")?;
             cfg.insert("conference".into(), conference.clone().into());
             cfg.insert("peers".into(), peers.clone().into());
             std::fs::write(dir.join("node.toml"), toml::to_string(&cfg)?)
@@ -232,6 +229,9 @@ pub fn emulate(
             spawn(r, &u)?;
         }
     }
+    let netns = (0..net.nodes().len()).map(|i| u.netns_path(i)).collect();
+    let others = endpoints::Endpoints::start(sc, netns, epoch, end)
+        .context("cannot start the scenario's other endpoints")?;
 
     // The timeline: link events, joins and leaves, and a queue sample
     // every second.
@@ -284,7 +284,7 @@ pub fn emulate(
                     if r.to > now + meshcast_core::Duration::from_secs(1) {
                         bail!(
                             "node {} stopped early ({status}); see {}",
-                            conf.participants[r.participant],
+                            names[r.participant],
                             r.dir.join("node.log").display()
                         );
                     }
@@ -360,25 +360,23 @@ pub fn emulate(
         }
         r.child.take().map(|mut c| c.wait());
     }
+    let ran = others.finish()?;
     let wall_s = started.elapsed().as_secs_f64();
     let delay = u.teardown()?;
     drop(u);
 
-    // One record of the whole conference from the nodes' own.
-    let mut flows = FlowRecorder::new();
+    // One record of the whole run: the nodes' packet records and the
+    // other endpoints' events, taken as the simulator takes its
+    // endpoints' events.
     let nodes_ids: Vec<NodeId> = participants.iter().map(|&i| NodeId(i as u32)).collect();
-    for (i, &src) in nodes_ids.iter().enumerate() {
-        let receivers = nodes_ids.iter().copied().filter(|&n| n != src).collect();
-        flows.add_flow(conf.participants[i].clone(), "session", src, receivers);
+    let mut counters = Counters {
+        sent: ran.datagrams_out,
+        delivered: ran.datagrams_in,
+        ..Counters::default()
+    };
+    for (node, t, ev) in &ran.events {
+        flows.record(*node, *t, ev);
     }
-    for (i, _) in nodes_ids.iter().enumerate() {
-        for (j, &r) in nodes_ids.iter().enumerate() {
-            if i != j {
-                flows.set_presence(FlowId(i as u32), r, present[j].clone());
-            }
-        }
-    }
-    let mut counters = Counters::default();
     for r in &nodes.0 {
         let me = nodes_ids[r.participant];
         let summary: serde_json::Value = read_json(&r.dir.join("summary.json"))?;
@@ -393,29 +391,8 @@ pub fn emulate(
         for (n, line) in text.lines().enumerate() {
             let rec = PacketRecord::from_csv(line)
                 .with_context(|| format!("{}:{}: not a packet record", path.display(), n + 1))?;
-            match rec {
-                PacketRecord::Sent { t_ns, flow, bytes } => {
-                    flows.sent(FlowId(flow), Time::from_nanos(t_ns), bytes)
-                }
-                PacketRecord::Received {
-                    t_ns,
-                    flow,
-                    bytes,
-                    sent_ns,
-                } => flows.received(
-                    FlowId(flow),
-                    me,
-                    Time::from_nanos(t_ns),
-                    bytes,
-                    Time::from_nanos(sent_ns),
-                ),
-                PacketRecord::Bytes {
-                    t_ns,
-                    media,
-                    header,
-                    control,
-                } => flows.bytes_sent(Time::from_nanos(t_ns), media, header, control),
-            }
+            let (t, ev) = rec.event();
+            flows.record(me, t, &ev);
         }
     }
     for rec in &records {
