@@ -263,3 +263,96 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
         );
     }
 }
+
+/// One-way links (a triangle A→R→B, B→A) and cross traffic over real
+/// sockets: the conference reaches its cap both ways, the constant-rate
+/// flow (the simulator's own source and sink) arrives whole, and the
+/// delays are the paths'.
+#[test]
+fn one_way_links_and_cross_traffic() {
+    if !root() {
+        return;
+    }
+    let sc = r#"
+name = "triangle"
+duration_s = 14
+[conference]
+participants = ["A", "B"]
+max_rate_kbps = 300
+[[node]]
+id = "A"
+kind = "host"
+[[node]]
+id = "B"
+kind = "host"
+[[node]]
+id = "R"
+kind = "router"
+[[link]]
+from = "A"
+to = "R"
+capacity_kbps = 5000
+delay_ms = 10
+queue_packets = 100
+both_ways = false
+[[link]]
+from = "R"
+to = "B"
+capacity_kbps = 5000
+delay_ms = 15
+queue_packets = 100
+both_ways = false
+[[link]]
+from = "B"
+to = "A"
+capacity_kbps = 5000
+delay_ms = 5
+queue_packets = 100
+both_ways = false
+[[event]]
+at_s = 2
+kind = "cbr"
+id = "cross"
+from = "A"
+to = "B"
+rate_kbps = 1000
+packet_bytes = 1000
+until_s = 12
+[[report.window]]
+from_s = 8
+to_s = 12
+"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("triangle.toml");
+    std::fs::write(&file, sc).expect("write");
+    let out = dir.path().join("out");
+    let st = meshcast()
+        .arg("emu")
+        .arg(&file)
+        .args(["--json", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("meshcast emu runs");
+    assert!(st.success());
+    let s = summary(&out);
+    let flow = |id: &str| {
+        s["flows"]
+            .as_array()
+            .expect("flows")
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("no flow {id}"))["windows"][0]
+            .clone()
+    };
+    let num = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    for (id, path_ms) in [("A", 25.0), ("B", 5.0)] {
+        let w = flow(id);
+        eprintln!("{id}: {w}");
+        assert!(num(&w, "recv_kbps_min") >= 270.0, "{id}: {w}");
+        let d = num(&w, "delay_ms_mean");
+        assert!((path_ms..path_ms + 10.0).contains(&d), "{id}: {w}");
+    }
+    let cross = flow("cross");
+    assert!(num(&cross, "recv_kbps_min") >= 950.0, "{cross}");
+}

@@ -44,10 +44,11 @@ pub struct Hop {
     pub a: String,
     /// The inner half facing the link's `to` end.
     pub b: String,
-    /// Delay from `a` to `b`.
-    pub delay_ab: Duration,
-    /// Delay from `b` to `a`.
-    pub delay_ba: Duration,
+    /// Delay from `a` to `b` (`None`: the link does not run that way;
+    /// what arrives is dropped).
+    pub delay_ab: Option<Duration>,
+    /// Delay from `b` to `a` (`None` as for `delay_ab`).
+    pub delay_ba: Option<Duration>,
     /// Probability that a frame from `a` to `b` is lost.
     pub loss_ab: f64,
     /// Probability that a frame from `b` to `a` is lost.
@@ -62,6 +63,8 @@ pub struct DelayCounters {
     pub frames: Vec<u64>,
     /// Frames lost at random.
     pub lost: Vec<u64>,
+    /// Frames sent the way a one-way link does not run (dropped).
+    pub wrong_way: Vec<u64>,
     /// Frames the kernel refused to send on.
     pub send_errors: Vec<u64>,
 }
@@ -319,6 +322,7 @@ fn run(
     let mut counters = DelayCounters {
         frames: vec![0; dirs],
         lost: vec![0; dirs],
+        wrong_way: vec![0; dirs],
         send_errors: vec![0; dirs],
     };
     let delay = |d: usize| {
@@ -369,12 +373,16 @@ fn run(
             }
             while let Some(got) = recv_frame(socket(d), &mut buf)? {
                 let Some(n) = got else { continue };
+                let Some(delay) = delay(d) else {
+                    counters.wrong_way[d] += 1;
+                    continue;
+                };
                 let p = loss(d);
                 if p > 0.0 && rng.random::<f64>() < p {
                     counters.lost[d] += 1;
                     continue;
                 }
-                held[d].push_back((arrived + delay(d), buf[..n].to_vec()));
+                held[d].push_back((arrived + delay, buf[..n].to_vec()));
             }
         }
     }

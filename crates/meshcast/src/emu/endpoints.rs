@@ -76,7 +76,9 @@ impl Endpoints {
             }
             Err(_) => match thread.join() {
                 Ok(Err(e)) => Err(e),
-                _ => Err(anyhow::anyhow!("the endpoint thread ended before it was ready")),
+                _ => Err(anyhow::anyhow!(
+                    "the endpoint thread ended before it was ready"
+                )),
             },
         }
     }

@@ -165,8 +165,11 @@ pub struct Underlay {
     /// Namespace of each node.
     node_ns: Vec<String>,
     net: Network,
-    /// Directions of each declared link: `[from->to, to->from]`.
-    directions: Vec<[LinkId; 2]>,
+    /// Directions of each declared link: `from->to`, then `to->from` if
+    /// it runs both ways.
+    directions: Vec<Vec<LinkId>>,
+    /// The two end nodes of each declared link: `[from, to]`.
+    ends: Vec<[usize; 2]>,
     /// Which declared links are up.
     up: Vec<bool>,
     /// Installed routes per node: destination node -> declared link.
@@ -176,19 +179,14 @@ pub struct Underlay {
 
 impl Underlay {
     /// Build `sc`'s underlay. Needs root and iproute2. Refuses what it
-    /// cannot reproduce (one-way links, RED queues, a queue limited in
-    /// both packets and bytes).
+    /// cannot reproduce (RED queues, a queue limited in both packets and
+    /// bytes).
     pub fn build(sc: &Scenario) -> anyhow::Result<Underlay> {
-        let (net, dirs) = network(sc)?;
-        let mut directions = Vec::new();
-        for (n, (l, d)) in sc.links.iter().zip(&dirs).enumerate() {
-            let [ab, ba] = d[..] else {
-                bail!(
-                    "link {n} ({} -> {}) runs one way only; meshcast emu builds links both ways",
-                    l.from,
-                    l.to
-                );
-            };
+        let (net, directions) = network(sc)?;
+        let mut ends = Vec::new();
+        for (n, l) in sc.links.iter().enumerate() {
+            let at = |name: &str| net.node_id(name).map(NodeId::index).context("a link's end");
+            ends.push([at(&l.from)?, at(&l.to)?]);
             if l.params.red.is_some() {
                 bail!(
                     "link {n} ({} - {}) has RED, which this kernel lacks",
@@ -203,7 +201,6 @@ impl Underlay {
                     l.to
                 );
             }
-            directions.push([ab, ba]);
         }
         let pid = std::process::id();
         let k = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -214,6 +211,7 @@ impl Underlay {
                 .collect(),
             net,
             directions,
+            ends,
             up: vec![true; sc.links.len()],
             routes: vec![BTreeMap::new(); sc.nodes.len()],
             delay: None,
@@ -258,9 +256,8 @@ impl Underlay {
         }
         let mut hops = Vec::new();
         let mut delay_cmds = Vec::new();
-        for (n, l) in sc.links.iter().enumerate() {
-            let ends = [self.index(&l.from)?, self.index(&l.to)?];
-            for (side, &node) in ends.iter().enumerate() {
+        for n in 0..sc.links.len() {
+            for (side, node) in self.ends[n].into_iter().enumerate() {
                 let inner = format!("{}{n}", if side == 0 { 'a' } else { 'b' });
                 let ns = &self.node_ns[node];
                 run_cmd(
@@ -288,21 +285,31 @@ impl Underlay {
                         format!("link set l{n} up"),
                     ],
                 )?;
-                let dir = &self.net.links()[self.directions[n][side].index()].params;
-                self.shape(node, n, dir.capacity, &dir.queue)?;
+                // The end of a one-way link that does not send has no
+                // shaper; the delay element drops what it sends.
+                if let Some(d) = self.directions[n].get(side) {
+                    let dir = &self.net.links()[d.index()].params;
+                    self.shape(node, n, dir.capacity, &dir.queue)?;
+                }
             }
-            let p = |d: LinkId| &self.net.links()[d.index()].params;
-            let [ab, ba] = self.directions[n];
+            let p = |side: usize| {
+                self.directions[n]
+                    .get(side)
+                    .map(|d| &self.net.links()[d.index()].params)
+            };
+            let delay = |side| p(side).map(|p| std::time::Duration::from_nanos(p.delay.as_nanos()));
+            let loss = |side| p(side).map_or(0.0, |p| p.loss);
             hops.push(Hop {
                 a: format!("a{n}"),
                 b: format!("b{n}"),
-                delay_ab: std::time::Duration::from_nanos(p(ab).delay.as_nanos()),
-                delay_ba: std::time::Duration::from_nanos(p(ba).delay.as_nanos()),
-                loss_ab: p(ab).loss,
-                loss_ba: p(ba).loss,
+                delay_ab: delay(0),
+                delay_ba: delay(1),
+                loss_ab: loss(0),
+                loss_ba: loss(1),
             });
         }
         ip_batch(&delay_ns, &delay_cmds)?;
+        self.neighbours()?;
         self.delay = Some(
             DelayLine::start(PathBuf::from(NETNS_DIR).join(&delay_ns), hops, sc.seed)
                 .context("cannot start the delay element")?,
@@ -310,11 +317,44 @@ impl Underlay {
         self.route()
     }
 
-    fn index(&self, name: &str) -> anyhow::Result<usize> {
-        self.net
-            .node_id(name)
-            .map(NodeId::index)
-            .with_context(|| format!("no node {name}"))
+    /// Each end of every link knows the other end's hardware address
+    /// without asking: a one-way link could not carry an ARP reply back.
+    fn neighbours(&self) -> anyhow::Result<()> {
+        let mac = |node: usize, n: usize| -> anyhow::Result<String> {
+            let text = run_cmd(
+                "ip",
+                &[
+                    "-n",
+                    &self.node_ns[node],
+                    "-j",
+                    "link",
+                    "show",
+                    &format!("l{n}"),
+                ],
+            )?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).context("ip -j printed something else than JSON")?;
+            v[0]["address"]
+                .as_str()
+                .map(str::to_owned)
+                .context("a veth without a hardware address")
+        };
+        let mut cmds: Vec<Vec<String>> = vec![Vec::new(); self.node_ns.len()];
+        for (n, &[a, b]) in self.ends.iter().enumerate() {
+            let (mac_a, mac_b) = (mac(a, n)?, mac(b, n)?);
+            cmds[a].push(format!(
+                "neigh replace {} lladdr {mac_b} dev l{n} nud permanent",
+                link_addr(n, true)
+            ));
+            cmds[b].push(format!(
+                "neigh replace {} lladdr {mac_a} dev l{n} nud permanent",
+                link_addr(n, false)
+            ));
+        }
+        for (node, c) in cmds.iter().enumerate() {
+            ip_batch(&self.node_ns[node], c)?;
+        }
+        Ok(())
     }
 
     /// htb at `rate` over the queue `limit` on node `node`'s end of link `n`.
@@ -417,17 +457,17 @@ impl Underlay {
         &self.net
     }
 
-    /// Directions of declared link `n`: `[from->to, to->from]`.
-    pub fn directions(&self, n: usize) -> [LinkId; 2] {
-        self.directions[n]
+    /// Directions of declared link `n`: `from->to`, then `to->from` if it
+    /// runs both ways.
+    pub fn directions(&self, n: usize) -> &[LinkId] {
+        &self.directions[n]
     }
 
     /// Take declared link `n` down or up (both ends), and reroute.
     pub fn set_link(&mut self, n: usize, up: bool) -> anyhow::Result<()> {
         let state = if up { "up" } else { "down" };
-        for d in self.directions[n] {
-            let from = self.net.links()[d.index()].from.index();
-            ip_batch(&self.node_ns[from], &[format!("link set l{n} {state}")])?;
+        for node in self.ends[n] {
+            ip_batch(&self.node_ns[node], &[format!("link set l{n} {state}")])?;
         }
         self.up[n] = up;
         // The kernel flushed the routes over the device when it went down
@@ -442,7 +482,7 @@ impl Underlay {
     /// Change declared link `n`'s capacity (both directions).
     pub fn set_capacity(&self, n: usize, rate: Rate) -> anyhow::Result<()> {
         let bits = format!("{}bit", rate.as_bps().max(8));
-        for d in self.directions[n] {
+        for d in &self.directions[n] {
             let from = self.net.links()[d.index()].from.index();
             run_cmd(
                 "tc",
