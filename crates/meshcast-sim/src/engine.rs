@@ -446,6 +446,9 @@ impl Fabric {
     }
 }
 
+/// Endpoints with the addresses they are bound to ([`Sim::into_parts`]).
+pub type BoundEndpoints = Vec<(Addr, Box<dyn Endpoint>)>;
+
 /// The simulator.
 pub struct Sim {
     fab: Fabric,
@@ -809,7 +812,7 @@ impl Sim {
     /// every endpoint bound so far with its address (each already drained
     /// once, as binding does), and the flow recorder with every flow
     /// declared. Scheduled actions, joins and the network stay behind.
-    pub fn into_parts(self) -> (Vec<(Addr, Box<dyn Endpoint>)>, FlowRecorder) {
+    pub fn into_parts(self) -> (BoundEndpoints, FlowRecorder) {
         let endpoints = self
             .slots
             .into_iter()

@@ -32,6 +32,6 @@ pub mod network;
 pub mod routing;
 pub mod stats;
 
-pub use engine::{Action, Membership, Sim, SimError, TRAFFIC_BASE_PORT};
+pub use engine::{Action, BoundEndpoints, Membership, Sim, SimError, TRAFFIC_BASE_PORT};
 pub use network::{LinkId, LinkParams, Network, NetworkError, NodeKind, QueueLimit, Red};
 pub use stats::{Counters, LinkFigures, LinkRecord, MembershipChange, RunStats};
