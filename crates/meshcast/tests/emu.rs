@@ -356,3 +356,59 @@ to_s = 12
     let cross = flow("cross");
     assert!(num(&cross, "recv_kbps_min") >= 950.0, "{cross}");
 }
+
+/// A `drop_every` event applies in the delay element: from 6 s every 4th
+/// packet A sends to B is dropped (a quarter of A's session at B), none
+/// the other way.
+#[test]
+fn drop_patterns_apply_from_their_event() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("drop.toml");
+    let two = TWO_HOSTS
+        .split("[[node]]\nid = \"R\"")
+        .next()
+        .expect("text")
+        .to_owned();
+    std::fs::write(
+        &file,
+        two + r#"[[link]]
+from = "A"
+to = "B"
+capacity_kbps = 10000
+delay_ms = 20
+queue_bytes = 100000
+[[event]]
+at_s = 6
+kind = "drop_every"
+from = "A"
+to = "B"
+every = 4
+[[report.window]]
+from_s = 8
+to_s = 11
+"#,
+    )
+    .expect("write");
+    let out = dir.path().join("out");
+    let st = meshcast()
+        .arg("emu")
+        .arg(&file)
+        .args(["--json", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("meshcast emu runs");
+    assert!(st.success());
+    let s = summary(&out);
+    let loss = |i: usize| {
+        s["flows"][i]["windows"][0]["loss"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    };
+    eprintln!("loss in [8,11): A {} B {}", loss(0), loss(1));
+    assert!((0.2..=0.3).contains(&loss(0)), "{}", s["flows"][0]);
+    assert!(loss(1) < 0.01, "{}", s["flows"][1]);
+}

@@ -17,7 +17,8 @@
 //! `ppoll` timeout with nanosecond resolution; on an idle machine both are
 //! within tens of microseconds (the delay test measures the round trip).
 //! A direction may also lose frames at random (the scenario's `loss`),
-//! drawn from a generator seeded by the scenario's seed.
+//! drawn from a generator seeded by the scenario's seed, and every k-th
+//! frame from a `drop_every` event on ([`DelayLine::drop_every`]).
 //!
 //! This module is the only place in meshcast that calls the C library
 //! directly (sockets of a family std does not have, `setns`); each call
@@ -61,7 +62,7 @@ pub struct Hop {
 pub struct DelayCounters {
     /// Frames passed on.
     pub frames: Vec<u64>,
-    /// Frames lost at random.
+    /// Frames lost at random or to a drop pattern.
     pub lost: Vec<u64>,
     /// Frames sent the way a one-way link does not run (dropped).
     pub wrong_way: Vec<u64>,
@@ -74,6 +75,8 @@ pub struct DelayCounters {
 pub struct DelayLine {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<io::Result<DelayCounters>>>,
+    /// Drop patterns for the thread to take up: (direction, period).
+    patterns: std::sync::mpsc::Sender<(usize, Option<u32>)>,
 }
 
 impl DelayLine {
@@ -84,6 +87,7 @@ impl DelayLine {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let flag = stop.clone();
+        let (patterns, pattern_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("meshcast-delay".into())
             .spawn(move || {
@@ -98,12 +102,13 @@ impl DelayLine {
                         return Err(e);
                     }
                 };
-                run(&sockets, &hops, seed, &flag)
+                run(&sockets, &hops, seed, &flag, &pattern_rx)
             })?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(DelayLine {
                 stop,
                 thread: Some(thread),
+                patterns,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -113,6 +118,16 @@ impl DelayLine {
                 "the delay thread ended before it was ready",
             )),
         }
+    }
+
+    /// From now on drop every `every`-th frame of direction `dir` of hop
+    /// `hop` (`dir` 0: a to b, 1: b to a; `None`: stop dropping), counting
+    /// from this call as the simulator counts from the event. The thread
+    /// takes it up within one tick (20 ms).
+    pub fn drop_every(&self, hop: usize, dir: usize, every: Option<u32>) -> io::Result<()> {
+        self.patterns
+            .send((2 * hop + dir, every))
+            .map_err(|_| io::Error::other("the delay thread has ended"))
     }
 
     /// Stop the element and return its counters.
@@ -315,8 +330,13 @@ fn run(
     hops: &[Hop],
     seed: u64,
     stop: &AtomicBool,
+    patterns: &std::sync::mpsc::Receiver<(usize, Option<u32>)>,
 ) -> io::Result<DelayCounters> {
     let dirs = hops.len() * 2;
+    // Per direction: drop every k-th frame (0: none), and frames since the
+    // pattern was set.
+    let mut every = vec![0u32; dirs];
+    let mut since = vec![0u32; dirs];
     let mut rng = rng_from_seed(child_seed(seed, "emu:delay"));
     let mut held: Vec<VecDeque<(Instant, Vec<u8>)>> = vec![VecDeque::new(); dirs];
     let mut counters = DelayCounters {
@@ -346,6 +366,12 @@ fn run(
         .collect();
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) {
+        while let Ok((d, k)) = patterns.try_recv() {
+            if d < dirs {
+                every[d] = k.unwrap_or(0);
+                since[d] = 0;
+            }
+        }
         let now = Instant::now();
         let mut next = now + TICK;
         for (d, q) in held.iter_mut().enumerate() {
@@ -377,8 +403,12 @@ fn run(
                     counters.wrong_way[d] += 1;
                     continue;
                 };
+                let patterned = every[d] > 0 && {
+                    since[d] += 1;
+                    since[d] % every[d] == 0
+                };
                 let p = loss(d);
-                if p > 0.0 && rng.random::<f64>() < p {
+                if patterned || (p > 0.0 && rng.random::<f64>() < p) {
                     counters.lost[d] += 1;
                     continue;
                 }

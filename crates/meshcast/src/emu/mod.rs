@@ -71,19 +71,10 @@ pub fn conference_table(
     }
 }
 
-/// Refuse what emulation cannot run yet, naming it.
+/// Refuse what emulation cannot run, naming it: every event kind runs,
+/// but the kernel here cannot build every link ([`underlay::check`]).
 pub fn check(sc: &Scenario) -> anyhow::Result<()> {
-    if let Some(e) = sc
-        .events
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::DropEvery { .. }))
-    {
-        bail!(
-            "the event at {} s is a periodic drop pattern, which meshcast emu does not apply yet",
-            e.at_s
-        );
-    }
-    Ok(())
+    underlay::check(sc)
 }
 
 /// One run of one participant's node process.
@@ -242,7 +233,10 @@ pub fn emulate(
         .filter(|(_, e)| {
             matches!(
                 e.kind,
-                EventKind::LinkDown { .. } | EventKind::LinkUp { .. } | EventKind::Capacity { .. }
+                EventKind::LinkDown { .. }
+                    | EventKind::LinkUp { .. }
+                    | EventKind::Capacity { .. }
+                    | EventKind::DropEvery { .. }
             )
         })
         .map(|(i, e)| (Time::from_secs_f64(e.at_s), i))
@@ -309,6 +303,14 @@ pub fn emulate(
                     u.set_capacity(link, rate)?;
                     link_rate[link] = rate;
                     link
+                }
+                EventKind::DropEvery {
+                    link,
+                    reverse,
+                    every,
+                } => {
+                    u.drop_every(link, reverse, every)?;
+                    continue;
                 }
                 _ => continue,
             };

@@ -145,6 +145,29 @@ pub fn remove_stale() -> Vec<String> {
     removed
 }
 
+/// Refuse links the kernel here cannot build: RED queues (no `red`
+/// qdisc) and a queue limited in both packets and bytes (a fifo holds one
+/// limit).
+pub fn check(sc: &Scenario) -> anyhow::Result<()> {
+    for (n, l) in sc.links.iter().enumerate() {
+        if l.params.red.is_some() {
+            bail!(
+                "link {n} ({} - {}) has RED, which this kernel lacks",
+                l.from,
+                l.to
+            );
+        }
+        if l.params.queue.packets.is_some() && l.params.queue.bytes.is_some() {
+            bail!(
+                "link {n} ({} - {}) limits its queue in packets and in bytes; a kernel fifo holds one limit",
+                l.from,
+                l.to
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Counters of one link direction's queue, read from the kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueStats {
@@ -182,25 +205,12 @@ impl Underlay {
     /// cannot reproduce (RED queues, a queue limited in both packets and
     /// bytes).
     pub fn build(sc: &Scenario) -> anyhow::Result<Underlay> {
+        check(sc)?;
         let (net, directions) = network(sc)?;
         let mut ends = Vec::new();
-        for (n, l) in sc.links.iter().enumerate() {
+        for l in &sc.links {
             let at = |name: &str| net.node_id(name).map(NodeId::index).context("a link's end");
             ends.push([at(&l.from)?, at(&l.to)?]);
-            if l.params.red.is_some() {
-                bail!(
-                    "link {n} ({} - {}) has RED, which this kernel lacks",
-                    l.from,
-                    l.to
-                );
-            }
-            if l.params.queue.packets.is_some() && l.params.queue.bytes.is_some() {
-                bail!(
-                    "link {n} ({} - {}) limits its queue in packets and in bytes; a kernel fifo holds one limit",
-                    l.from,
-                    l.to
-                );
-            }
         }
         let pid = std::process::id();
         let k = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -477,6 +487,17 @@ impl Underlay {
             r.retain(|_, l| *l != n);
         }
         self.route()
+    }
+
+    /// From now on drop every `every`-th packet of declared link `n`'s
+    /// `from -> to` direction (`reverse`: `to -> from`; `None`: stop).
+    pub fn drop_every(&self, n: usize, reverse: bool, every: Option<u32>) -> anyhow::Result<()> {
+        let delay = self
+            .delay
+            .as_ref()
+            .context("the delay element is not running")?;
+        delay.drop_every(n, usize::from(reverse), every)?;
+        Ok(())
     }
 
     /// Change declared link `n`'s capacity (both directions).
