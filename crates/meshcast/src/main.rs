@@ -4,7 +4,8 @@
 //! and writes its report; `meshcast sweep SCENARIO --vary KEY=V1,V2,...`
 //! runs it over a grid of values and plots the figures against them;
 //! `meshcast node --config NODE.toml` runs one participant of a real
-//! deployment over UDP.
+//! deployment over UDP; `meshcast emu SCENARIO` runs a scenario for real
+//! in network namespaces (root).
 //!
 //! Exit status: 0 on success, 2 for bad input (a scenario or option that
 //! cannot be used; nothing is written), 1 when the run could not write its
@@ -44,10 +45,10 @@ enum Command {
     /// Print the central optimum of a conference scenario's sessions (kbit/s
     /// per participant, for each delivery scheme) as JSON.
     Optimum(OptimumArgs),
-    /// Run a conference scenario for real (root, Linux): its underlay as
-    /// network namespaces, veth links, kernel shapers and a delay element,
-    /// one `meshcast node` process per participant; write the same report
-    /// as `run` (docs/emu.md).
+    /// Run a scenario for real (root, Linux): its underlay as network
+    /// namespaces, veth links, kernel shapers and a delay element, one
+    /// `meshcast node` process per conference participant, the other flows
+    /// on real sockets; write the same report as `run` (docs/emu.md).
     Emu(RunArgs),
     /// Run one participant of a real deployment over UDP until its
     /// duration is over or SIGINT/SIGTERM arrives, then leave the

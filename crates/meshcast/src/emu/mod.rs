@@ -1,13 +1,16 @@
-//! `meshcast emu SCENARIO`: a conference scenario run for real.
+//! `meshcast emu SCENARIO`: a scenario run for real.
 //!
 //! The scenario's underlay is built out of network namespaces, veth
 //! pairs, kernel shapers and a user-space delay element
-//! ([`underlay::Underlay`], [`delay`]); every participant is a real
-//! `meshcast node` process in its host's namespace, talking UDP over
-//! that underlay. Link events happen at their times (`ip link set`,
-//! `tc class change`), joins start a node and leaves stop it (SIGTERM: it
-//! leaves the conference cleanly). At the end the nodes' packet records
-//! (`packets.csv`, protocol time from the shared epoch) and the kernel's
+//! ([`underlay::Underlay`], [`delay`]); every conference participant is a
+//! real `meshcast node` process in its host's namespace, talking UDP over
+//! that underlay, and every other endpoint of the scenario (cross
+//! traffic, TCP, TFRC, layered streams) is the simulator's own, on a real
+//! socket ([`endpoints`]). Events happen at their times (`ip link set`,
+//! `tc class change`, drop patterns in the delay element); joins start a
+//! node and leaves stop it (SIGTERM: it leaves the conference cleanly).
+//! At the end the nodes' packet records (`packets.csv`, protocol time
+//! from the shared epoch), the other endpoints' events and the kernel's
 //! queue counters (read once a second) become the same report as
 //! `meshcast run` writes. Everything made is removed on success, error,
 //! Ctrl-C or panic (docs/emu.md).
@@ -115,7 +118,8 @@ fn terminate(child: &Child) {
 pub struct Emulated {
     /// The run's record, as the simulator would have produced it.
     pub stats: RunStats,
-    /// Seconds of wall clock from the epoch to the end.
+    /// Seconds of wall clock the run took (from the nodes' start, two
+    /// seconds before the epoch, to the end).
     pub wall_s: f64,
     /// What the delay element did.
     pub delay: delay::DelayCounters,
