@@ -10,6 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The emulation tests run one at a time: each measures real time on a
+/// two-core machine, and the delay element's accuracy is one of the
+/// figures.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn root() -> bool {
     let uid = std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -94,6 +105,7 @@ fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
     if !root() {
         return;
     }
+    let _one = serial();
     let sc = Scenario::parse("two.toml", TWO_HOSTS, &[]).expect("valid");
     let u = Underlay::build(&sc).expect("underlay");
     assert_eq!(namespaces_of(std::process::id()).len(), 4);
@@ -147,6 +159,7 @@ fn ctrl_c_tears_everything_down() {
     if !root() {
         return;
     }
+    let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("two.toml");
     std::fs::write(
@@ -195,6 +208,7 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     if !root() {
         return;
     }
+    let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let scenario = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -273,6 +287,7 @@ fn one_way_links_and_cross_traffic() {
     if !root() {
         return;
     }
+    let _one = serial();
     let sc = r#"
 name = "triangle"
 duration_s = 14
@@ -365,6 +380,7 @@ fn drop_patterns_apply_from_their_event() {
     if !root() {
         return;
     }
+    let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("drop.toml");
     let two = TWO_HOSTS
