@@ -50,7 +50,9 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
-const TWO_HOSTS: &str = r#"
+/// Two hosts in a conference capped at 300 kbit/s and a router R, for
+/// 12 s; each test adds its links and events.
+const HOSTS: &str = r#"
 name = "two"
 duration_s = 12
 [conference]
@@ -65,7 +67,12 @@ kind = "host"
 [[node]]
 id = "R"
 kind = "router"
-[[link]]
+"#;
+
+/// [`HOSTS`] with A–R (20 ms) and R–B (30 ms).
+fn two_hosts() -> String {
+    HOSTS.to_owned()
+        + r#"[[link]]
 from = "A"
 to = "R"
 capacity_kbps = 10000
@@ -77,7 +84,8 @@ to = "B"
 capacity_kbps = 10000
 delay_ms = 30
 queue_bytes = 100000
-"#;
+"#
+}
 
 /// A UDP echo on `addr` inside `netns`, until `stop` is dropped.
 fn echo(netns: PathBuf, addr: SocketAddr) -> std::sync::mpsc::Sender<()> {
@@ -106,7 +114,7 @@ fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
         return;
     }
     let _one = serial();
-    let sc = Scenario::parse("two.toml", TWO_HOSTS, &[]).expect("valid");
+    let sc = Scenario::parse("two.toml", &two_hosts(), &[]).expect("valid");
     let u = Underlay::build(&sc).expect("underlay");
     assert_eq!(namespaces_of(std::process::id()).len(), 4);
     let b = SocketAddr::from((node_addr(1), 7000));
@@ -149,6 +157,20 @@ fn meshcast() -> Command {
     Command::new(env!("CARGO_BIN_EXE_meshcast"))
 }
 
+/// Run `meshcast emu` on `file` into `out`; its summary.
+fn emu_summary(file: &Path, out: &Path) -> serde_json::Value {
+    let st = meshcast()
+        .arg("emu")
+        .arg(file)
+        .args(["--json", "--out"])
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("meshcast emu runs");
+    assert!(st.success());
+    summary(out)
+}
+
 fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
         .expect("JSON")
@@ -164,7 +186,7 @@ fn ctrl_c_tears_everything_down() {
     let file = dir.path().join("two.toml");
     std::fs::write(
         &file,
-        TWO_HOSTS.replace("duration_s = 12", "duration_s = 60"),
+        two_hosts().replace("duration_s = 12", "duration_s = 60"),
     )
     .expect("write");
     let mut child = meshcast()
@@ -288,21 +310,8 @@ fn one_way_links_and_cross_traffic() {
         return;
     }
     let _one = serial();
-    let sc = r#"
-name = "triangle"
-duration_s = 14
-[conference]
-participants = ["A", "B"]
-max_rate_kbps = 300
-[[node]]
-id = "A"
-kind = "host"
-[[node]]
-id = "B"
-kind = "host"
-[[node]]
-id = "R"
-kind = "router"
+    let sc = HOSTS.replace("duration_s = 12", "duration_s = 14")
+        + r#"
 [[link]]
 from = "A"
 to = "R"
@@ -341,16 +350,7 @@ to_s = 12
     let file = dir.path().join("triangle.toml");
     std::fs::write(&file, sc).expect("write");
     let out = dir.path().join("out");
-    let st = meshcast()
-        .arg("emu")
-        .arg(&file)
-        .args(["--json", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("meshcast emu runs");
-    assert!(st.success());
-    let s = summary(&out);
+    let s = emu_summary(&file, &out);
     let flow = |id: &str| {
         s["flows"]
             .as_array()
@@ -383,14 +383,10 @@ fn drop_patterns_apply_from_their_event() {
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("drop.toml");
-    let two = TWO_HOSTS
-        .split("[[node]]\nid = \"R\"")
-        .next()
-        .expect("text")
-        .to_owned();
     std::fs::write(
         &file,
-        two + r#"[[link]]
+        HOSTS.to_owned()
+            + r#"[[link]]
 from = "A"
 to = "B"
 capacity_kbps = 10000
@@ -409,16 +405,7 @@ to_s = 11
     )
     .expect("write");
     let out = dir.path().join("out");
-    let st = meshcast()
-        .arg("emu")
-        .arg(&file)
-        .args(["--json", "--out"])
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("meshcast emu runs");
-    assert!(st.success());
-    let s = summary(&out);
+    let s = emu_summary(&file, &out);
     let loss = |i: usize| {
         s["flows"][i]["windows"][0]["loss"]
             .as_f64()
