@@ -295,3 +295,28 @@ fn break_ss_leaves_slow_start_without_a_loss() {
     let x = l.sender.rate().as_bps() as f64 / 8.0;
     assert!(x <= 2.05 * cap, "allowed {x} B/s for a {cap} B/s source");
 }
+
+/// §4.6: a packet sent late (a driver's timer fired after its nominal
+/// time) does not push the next one back: the schedule runs from the
+/// nominal times, absorbing up to one interval of lateness; after a
+/// longer gap it restarts from the send.
+#[test]
+fn late_sends_keep_the_nominal_schedule() {
+    let mut tx = TfrcSender::new(SenderConfig::default(), Time::ZERO);
+    // At the initial 1 packet/s: nominal times 0, 1 s, 2 s, ...
+    tx.on_sent(Time::ZERO, S);
+    assert_eq!(tx.next_send(), Time::from_secs(1));
+    // Sent 0.3 s late: the next is still due at 2 s.
+    tx.on_sent(Time::from_millis(1300), S);
+    assert_eq!(tx.next_send(), Time::from_secs(2));
+    // Sent exactly one interval late: still on schedule.
+    tx.on_sent(Time::from_secs(3), S);
+    assert_eq!(tx.next_send(), Time::from_secs(3));
+    tx.on_sent(Time::from_secs(3), S);
+    assert_eq!(tx.next_send(), Time::from_secs(4));
+    // More than an interval late (the application was idle): restart from
+    // the send, no burst to catch up.
+    let info = tx.on_sent(Time::from_millis(6500), S);
+    assert_eq!(info.sent_at, Time::from_millis(6500));
+    assert_eq!(tx.next_send(), Time::from_millis(7500));
+}
