@@ -88,22 +88,19 @@ fn node(args: NodeArgs) -> Result<(), Failure> {
     })
     .map_err(fail)?;
     write_node(&out, &summary).map_err(fail)?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary).map_err(|e| fail(e.into()))?
-        );
+    let text = if args.json {
+        serde_json::to_string_pretty(&summary).map_err(|e| fail(e.into()))? + "\n"
     } else {
-        println!("session  send kbit/s  received here kbit/s");
+        let mut t = String::from("session  send kbit/s  received here kbit/s\n");
         for f in &summary.flows {
-            println!(
-                "{:<8} {:>11.1}  {:>20.1}",
+            t += &format!(
+                "{:<8} {:>11.1}  {:>20.1}\n",
                 f.id, f.total.send_kbps, f.total.recv_kbps_min
             );
         }
-        println!("written to {}", out.display());
-    }
-    Ok(())
+        t + &format!("written to {}\n", out.display())
+    };
+    emit(&text)
 }
 
 #[derive(clap::Args)]
@@ -141,8 +138,7 @@ fn optimum(args: OptimumArgs) -> Result<(), Failure> {
         status: 1,
         error: error.into(),
     })?;
-    println!("{json}");
-    Ok(())
+    emit(&(json + "\n"))
 }
 
 #[derive(clap::Args)]
@@ -206,17 +202,16 @@ fn sweep(args: SweepArgs) -> Result<(), Failure> {
     let result =
         sweep::run(&name, &scenarios, &args.sets, &args.vary, jobs, &progress).map_err(failed)?;
     let plots = sweep::write(&out, &result).map_err(failed)?;
-    if args.json {
-        let json = serde_json::to_string_pretty(&result).map_err(|e| failed(e.into()))?;
-        println!("{json}");
+    let text = if args.json {
+        serde_json::to_string_pretty(&result).map_err(|e| failed(e.into()))? + "\n"
     } else {
-        print!("{}", sweep::sweep_table(&result));
-        println!(
-            "sweep written to {} ({plots} plots)",
+        format!(
+            "{}sweep written to {} ({plots} plots)\n",
+            sweep::sweep_table(&result),
             out.join("sweep.json").display()
-        );
-    }
-    Ok(())
+        )
+    };
+    emit(&text)
 }
 
 #[derive(clap::Args)]
@@ -291,13 +286,30 @@ fn report(
 ) -> Result<(), Failure> {
     let summary = Summary::new(sc, stats, wall_s);
     write_all(out, &summary, stats).map_err(|error| Failure { status: 1, error })?;
-    if args.json {
-        print!("{}", summary.to_json());
+    let text = if args.json {
+        summary.to_json()
     } else {
-        print!("{}", results_table(&summary));
-        println!("report written to {}", out.join("report.html").display());
+        format!(
+            "{}report written to {}\n",
+            results_table(&summary),
+            out.join("report.html").display()
+        )
+    };
+    emit(&text)
+}
+
+/// Write a command's output to stdout. A reader that went away
+/// (`meshcast run ... | head`) is no error: the outputs on disk are
+/// written already.
+fn emit(text: &str) -> Result<(), Failure> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure {
+            status: 1,
+            error: e.into(),
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// A progress bar over the run's seconds on a terminal (none with
