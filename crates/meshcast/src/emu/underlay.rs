@@ -145,10 +145,23 @@ pub fn remove_stale() -> Vec<String> {
     removed
 }
 
-/// Refuse links the kernel here cannot build: RED queues (no `red`
-/// qdisc) and a queue limited in both packets and bytes (a fifo holds one
-/// limit).
+/// Refuse what cannot be built here: RED queues (no `red` qdisc), a
+/// queue limited in both packets and bytes (a fifo holds one limit), and
+/// more nodes or links than the address plan holds.
 pub fn check(sc: &Scenario) -> anyhow::Result<()> {
+    // The address plan: a /32 per node in 10.255/16, a /30 per link below it.
+    if sc.nodes.len() >= 0xffff {
+        bail!(
+            "{} nodes: meshcast emu addresses at most 65534",
+            sc.nodes.len()
+        );
+    }
+    if sc.links.len() > (0x00fe_ffff / 4) {
+        bail!(
+            "{} links: meshcast emu addresses at most 4,177,919",
+            sc.links.len()
+        );
+    }
     for (n, l) in sc.links.iter().enumerate() {
         if l.params.red.is_some() {
             bail!(
