@@ -415,3 +415,49 @@ to_s = 11
     assert!((0.2..=0.3).contains(&loss(0)), "{}", s["flows"][0]);
     assert!(loss(1) < 0.01, "{}", s["flows"][1]);
 }
+
+/// Join and leave events start and stop a node process: C joins at 3 s
+/// and leaves at 10 s; the membership log is the simulator's, and in
+/// [6,10) every session is within 15% of what the simulator gives.
+#[test]
+fn joins_and_leaves_start_and_stop_nodes() {
+    if !root() {
+        return;
+    }
+    let _one = serial();
+    let mut sc = String::from(
+        "name = \"join\"\nduration_s = 14\n[conference]\nparticipants = [\"A\", \"B\", \"C\"]\nmax_rate_kbps = 300\n[[node]]\nid = \"R\"\nkind = \"router\"\n",
+    );
+    for h in ["A", "B", "C"] {
+        sc += &format!(
+            "[[node]]\nid = \"{h}\"\nkind = \"host\"\n[[link]]\nfrom = \"{h}\"\nto = \"R\"\ncapacity_kbps = 10000\ndelay_ms = 5\nqueue_bytes = 100000\n"
+        );
+    }
+    sc += "[[event]]\nat_s = 3\nkind = \"join\"\nnode = \"C\"\n[[event]]\nat_s = 10\nkind = \"leave\"\nnode = \"C\"\n[[report.window]]\nfrom_s = 6\nto_s = 10\n";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("join.toml");
+    std::fs::write(&file, sc).expect("write");
+    let e = emu_summary(&file, &dir.path().join("emu"));
+    let st = meshcast()
+        .arg("run")
+        .arg(&file)
+        .args(["--json", "--out"])
+        .arg(dir.path().join("sim"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("meshcast run runs");
+    assert!(st.success());
+    let s = summary(&dir.path().join("sim"));
+    assert_eq!(e["membership"], s["membership"]);
+    assert_eq!(e["membership"].as_array().map(Vec::len), Some(4));
+    for i in 0..3 {
+        let rate = |v: &serde_json::Value| {
+            v["flows"][i]["windows"][0]["recv_kbps_min"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        };
+        let (real, sim) = (rate(&e), rate(&s));
+        eprintln!("{}: emu {real} sim {sim}", e["flows"][i]["id"]);
+        assert!((real - sim).abs() <= 0.15 * sim, "{}", e["flows"][i]);
+    }
+}
