@@ -159,15 +159,24 @@ fn meshcast() -> Command {
 
 /// Run `meshcast emu` on `file` into `out`; its summary.
 fn emu_summary(file: &Path, out: &Path) -> serde_json::Value {
+    command_summary("emu", file, out)
+}
+
+/// Run `meshcast run` (the simulator) on `file` into `out`; its summary.
+fn sim_summary(file: &Path, out: &Path) -> serde_json::Value {
+    command_summary("run", file, out)
+}
+
+fn command_summary(command: &str, file: &Path, out: &Path) -> serde_json::Value {
     let st = meshcast()
-        .arg("emu")
+        .arg(command)
         .arg(file)
         .args(["--json", "--out"])
         .arg(out)
         .stdout(std::process::Stdio::null())
         .status()
-        .expect("meshcast emu runs");
-    assert!(st.success());
+        .expect("meshcast runs");
+    assert!(st.success(), "meshcast {command} {}", file.display());
     summary(out)
 }
 
@@ -246,14 +255,7 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     let pid = child.id();
     assert!(child.wait().expect("meshcast emu ends").success());
     assert_eq!(namespaces_of(pid), Vec::<String>::new());
-    let st = meshcast()
-        .args(["run", scenario, "--json", "--out"])
-        .arg(&sim)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("meshcast run runs");
-    assert!(st.success());
-    let (e, s) = (summary(&emu), summary(&sim));
+    let (e, s) = (summary(&emu), sim_summary(Path::new(scenario), &sim));
     // The same schema: the same keys all the way down the flows.
     let keys = |v: &serde_json::Value| -> Vec<String> {
         v.as_object()
@@ -438,16 +440,7 @@ fn joins_and_leaves_start_and_stop_nodes() {
     let file = dir.path().join("join.toml");
     std::fs::write(&file, sc).expect("write");
     let e = emu_summary(&file, &dir.path().join("emu"));
-    let st = meshcast()
-        .arg("run")
-        .arg(&file)
-        .args(["--json", "--out"])
-        .arg(dir.path().join("sim"))
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("meshcast run runs");
-    assert!(st.success());
-    let s = summary(&dir.path().join("sim"));
+    let s = sim_summary(&file, &dir.path().join("sim"));
     assert_eq!(e["membership"], s["membership"]);
     assert_eq!(e["membership"].as_array().map(Vec::len), Some(4));
     for i in 0..3 {
