@@ -347,7 +347,7 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
     let text = Scenario::read(&args.scenario).map_err(bad_input)?;
     let conference =
         meshcast::emu::conference_table(&file, &text, &args.sets).map_err(bad_input)?;
-    meshcast::emu::check(&sc)
+    meshcast::emu::underlay::check(&sc)
         .with_context(|| format!("{file}: cannot emulate"))
         .map_err(bad_input)?;
     let out = args

@@ -542,23 +542,20 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                     packets.borrow_mut().push(p);
                 }
             }
-            match event {
-                Event::FlowSent {
-                    flow,
-                    payload_bytes,
-                } => rec.sent(flow, rel(now), payload_bytes),
+            // The recorder counts from this node's start too.
+            let event = match event {
                 Event::FlowReceived {
                     flow,
                     payload_bytes,
                     sent_at,
-                } => rec.received(flow, me, rel(now), payload_bytes, rel(sent_at)),
-                Event::BytesSent {
-                    media,
-                    header,
-                    control,
-                } => rec.bytes_sent(rel(now), media, header, control),
-                _ => {}
-            }
+                } => Event::FlowReceived {
+                    flow,
+                    payload_bytes,
+                    sent_at: rel(sent_at),
+                },
+                e => e,
+            };
+            rec.record(me, rel(now), &event);
         });
         let done = match metrics {
             Some(listener) => {

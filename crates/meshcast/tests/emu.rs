@@ -22,18 +22,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn root() -> bool {
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2).unwrap_or("").to_owned())
-        })
-        .unwrap_or_default();
-    if uid != "0" {
+    let root = meshcast::emu::is_root();
+    if !root {
         eprintln!("not root: the emulation tests need network namespaces; skipped");
     }
-    uid == "0"
+    root
 }
 
 /// Namespaces a process with this pid made (`mc<PID>.`).

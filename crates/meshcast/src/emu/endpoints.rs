@@ -126,7 +126,9 @@ fn run(
                 .get(a.node.index())
                 .context("an endpoint on a node with no namespace")?;
             enter_netns(ns)?;
-            let at = SocketAddr::from((node_addr(a.node.index()), a.port));
+            let at = book
+                .socket(*a)
+                .context("an endpoint missing from the book")?;
             sockets.push(
                 std::net::UdpSocket::bind(at)
                     .with_context(|| format!("cannot bind {at} for {a:?}"))?,
