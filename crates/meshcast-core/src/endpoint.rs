@@ -81,6 +81,8 @@ pub enum Event {
         /// Control messages (standalone packets whole, piggybacked ones
         /// their own bytes).
         control: u32,
+        /// Coded repairs for loss recovery (whole packets).
+        repair: u32,
     },
 }
 

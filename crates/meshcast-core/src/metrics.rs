@@ -49,7 +49,8 @@ pub struct FlowFigures {
 }
 
 /// Protocol overhead: of all bytes endpoints sent (IP/UDP headers not
-/// included), the fractions that were data headers and control.
+/// included), the fractions that were data headers, control and coded
+/// repairs.
 #[derive(Clone, Copy, PartialEq, Debug, Default, serde::Serialize)]
 pub struct Overhead {
     /// All bytes sent.
@@ -58,6 +59,8 @@ pub struct Overhead {
     pub header_fraction: f64,
     /// Control messages / all bytes.
     pub control_fraction: f64,
+    /// Coded repairs (loss recovery) / all bytes.
+    pub repair_fraction: f64,
 }
 
 /// A log-linear histogram of durations (128 bins per power of two).
@@ -262,7 +265,7 @@ impl FlowRecord {
 pub struct FlowRecorder {
     flows: Vec<FlowRecord>,
     /// Per second: bytes sent as media, data headers and control.
-    bytes: Vec<[u64; 3]>,
+    bytes: Vec<[u64; 4]>,
     /// Events naming a flow that was never declared.
     pub unknown_flow_events: u64,
 }
@@ -317,7 +320,8 @@ impl FlowRecorder {
                 media,
                 header,
                 control,
-            } => self.bytes_sent(now, media, header, control),
+                repair,
+            } => self.bytes_sent(now, [media, header, control, repair]),
             Event::MediaReceived {
                 flow,
                 generated_at,
@@ -406,20 +410,21 @@ impl FlowRecorder {
         }
     }
 
-    /// An endpoint sent a datagram at `now` with these bytes by purpose.
-    pub fn bytes_sent(&mut self, now: Time, media: u32, header: u32, control: u32) {
+    /// An endpoint sent a datagram at `now` with these bytes by purpose:
+    /// media, data headers, control, repairs.
+    pub fn bytes_sent(&mut self, now: Time, bytes: [u32; 4]) {
         let b = bucket(&mut self.bytes, now);
-        b[0] += u64::from(media);
-        b[1] += u64::from(header);
-        b[2] += u64::from(control);
+        for (t, x) in b.iter_mut().zip(bytes) {
+            *t += u64::from(x);
+        }
     }
 
     /// Protocol overhead over the whole seconds `[from_s, to_s)`.
     pub fn overhead(&self, from_s: u64, to_s: u64) -> Overhead {
-        let mut t = [0u64; 3];
+        let mut t = [0u64; 4];
         for b in self.bytes.iter().take(to_s as usize).skip(from_s as usize) {
-            for i in 0..3 {
-                t[i] += b[i];
+            for (t, x) in t.iter_mut().zip(b) {
+                *t += x;
             }
         }
         let total = t.iter().sum::<u64>();
@@ -434,6 +439,7 @@ impl FlowRecorder {
             bytes_sent: total,
             header_fraction: frac(t[1]),
             control_fraction: frac(t[2]),
+            repair_fraction: frac(t[3]),
         }
     }
 

@@ -40,6 +40,8 @@ pub enum PacketType {
     TfrcFeedback = 7,
     /// An MSB control packet: NACK or ACK (`msb::wire`).
     MsbControl = 8,
+    /// A Celerity coded repair packet (`celerity::wire`, §5.4).
+    CelerityRepair = 9,
 }
 
 impl PacketType {
@@ -53,6 +55,7 @@ impl PacketType {
             6 => Some(PacketType::TfrcData),
             7 => Some(PacketType::TfrcFeedback),
             8 => Some(PacketType::MsbControl),
+            9 => Some(PacketType::CelerityRepair),
             _ => None,
         }
     }

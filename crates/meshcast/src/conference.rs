@@ -88,6 +88,7 @@ pub(crate) struct RawConference {
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
     pace_to_heads: Option<bool>,
+    repair_ratio: Option<Spanned<f64>>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -215,6 +216,17 @@ pub(crate) fn check(
     }
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;
+    }
+    if let Some(r) = &raw.repair_ratio {
+        let v = *r.get_ref();
+        if !(0.0..=1.0).contains(&v) {
+            return Err(loc.err(
+                r.span(),
+                "conference.repair_ratio",
+                "must be a number in 0..=1",
+            ));
+        }
+        params.repair_ratio = v;
     }
     Ok(Conference {
         protocol,

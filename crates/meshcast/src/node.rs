@@ -285,7 +285,7 @@ pub enum PacketRecord {
         /// When its source sent it.
         sent_ns: u64,
     },
-    /// A send: bytes of media, data headers and control.
+    /// A send: bytes of media, data headers, control and coded repairs.
     Bytes {
         /// When.
         t_ns: u64,
@@ -295,12 +295,14 @@ pub enum PacketRecord {
         header: u32,
         /// Control bytes.
         control: u32,
+        /// Repair bytes.
+        repair: u32,
     },
 }
 
 impl PacketRecord {
     /// The CSV line (without newline): `sent,T,FLOW,BYTES`,
-    /// `received,T,FLOW,BYTES,SENT` or `bytes,T,MEDIA,HEADER,CONTROL`.
+    /// `received,T,FLOW,BYTES,SENT` or `bytes,T,MEDIA,HEADER,CONTROL,REPAIR`.
     pub fn to_csv(&self) -> String {
         match *self {
             PacketRecord::Sent { t_ns, flow, bytes } => format!("sent,{t_ns},{flow},{bytes}"),
@@ -315,7 +317,8 @@ impl PacketRecord {
                 media,
                 header,
                 control,
-            } => format!("bytes,{t_ns},{media},{header},{control}"),
+                repair,
+            } => format!("bytes,{t_ns},{media},{header},{control},{repair}"),
         }
     }
 
@@ -347,12 +350,14 @@ impl PacketRecord {
                 media,
                 header,
                 control,
+                repair,
             } => (
                 Time::from_nanos(t_ns),
                 Event::BytesSent {
                     media,
                     header,
                     control,
+                    repair,
                 },
             ),
         }
@@ -383,6 +388,7 @@ impl PacketRecord {
                 media: a,
                 header: b,
                 control: u32::try_from(num()?).ok()?,
+                repair: u32::try_from(num()?).ok()?,
             },
             _ => return None,
         };
@@ -426,6 +432,12 @@ pub struct PeerSummary {
     /// Media units dropped at this source after waiting past the delay
     /// bound for the session's rate.
     pub stale_media: u64,
+    /// Coded repairs sent (local loss recovery).
+    pub repairs_sent: u64,
+    /// Data packets recovered from repairs.
+    pub recovered: u64,
+    /// Repairs refused as malformed.
+    pub bad_repairs: u64,
 }
 
 impl NetSummary {
@@ -451,6 +463,9 @@ impl PeerSummary {
             duplicates: c.duplicates,
             malformed: c.malformed,
             stale_media: c.stale_media,
+            repairs_sent: c.repairs_sent,
+            recovered: c.recovered,
+            bad_repairs: c.bad_repairs,
         }
     }
 }
@@ -615,11 +630,13 @@ impl PacketRecord {
                 media,
                 header,
                 control,
+                repair,
             } => PacketRecord::Bytes {
                 t_ns,
                 media,
                 header,
                 control,
+                repair,
             },
             _ => return None,
         })
@@ -631,8 +648,8 @@ struct Live {
     names: Vec<String>,
     sent: Vec<(u64, u64)>,
     received: Vec<(u64, u64)>,
-    /// Bytes sent as media, data headers and control.
-    bytes: [u64; 3],
+    /// Bytes sent as media, data headers, control and repairs.
+    bytes: [u64; 4],
     /// The rate the overlay last offered this node's application (with
     /// `[media]`), bits/s.
     offered_bps: Option<u64>,
@@ -644,7 +661,7 @@ impl Live {
             names: names.to_vec(),
             sent: vec![(0, 0); names.len()],
             received: vec![(0, 0); names.len()],
-            bytes: [0; 3],
+            bytes: [0; 4],
             offered_bps: None,
         }
     }
@@ -670,10 +687,11 @@ impl Live {
                 media,
                 header,
                 control,
+                repair,
             } => {
-                self.bytes[0] += u64::from(media);
-                self.bytes[1] += u64::from(header);
-                self.bytes[2] += u64::from(control);
+                for (t, x) in self.bytes.iter_mut().zip([media, header, control, repair]) {
+                    *t += u64::from(x);
+                }
             }
             Event::RateOffered { rate, .. } => self.offered_bps = Some(rate.as_bps()),
             _ => {}
@@ -724,7 +742,7 @@ impl Live {
         family(
             "meshcast_sent_bytes_total",
             "Bytes this node sent, by purpose (IP/UDP headers excluded).",
-            &["media", "header", "control"]
+            &["media", "header", "control", "repair"]
                 .iter()
                 .zip(self.bytes)
                 .map(|(p, v)| (format!("{{purpose=\"{p}\"}}"), v))
@@ -878,6 +896,7 @@ B = "127.0.0.1:7002"
                 media: 1,
                 header: 2,
                 control: 3,
+                repair: 4,
             },
         ];
         for r in recs {
@@ -886,6 +905,7 @@ B = "127.0.0.1:7002"
         for bad in [
             "sent,1,2",
             "sent,1,2,3,4",
+            "bytes,1,2,3,4",
             "lost,1,2,3",
             "received,x,1,2,3",
             "",

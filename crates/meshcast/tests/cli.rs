@@ -457,6 +457,49 @@ fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
     }
 }
 
+/// Local loss recovery (§5.4) on the dumbbell whose A–B LAN loses 5% at
+/// random (scenarios/celerity/lossy-lan.toml): with the default
+/// `repair_ratio` every session's worst receiver loses at most 2% and gets
+/// at least 200 kbit/s (measured over seeds 1–5: 0.5–1.5%, 205.9–236
+/// kbit/s), and the sum of the sessions' utilities beats the run without
+/// recovery (where sessions lose 2.2–5.2% and C's and D's fall to about
+/// 150 kbit/s) by at least 5 (measured 10.8–14.7).
+#[test]
+fn celerity_recovers_a_lossy_link_locally() {
+    let dir = tempfile::tempdir().unwrap();
+    let utility = |s: &Value| -> f64 {
+        ["A", "B", "C", "D"]
+            .iter()
+            .map(|p| 18.0 * (num(&window(flow(s, p), 120)["recv_kbps_min"]) + 10.0).ln())
+            .sum()
+    };
+    let on = scenario_json(dir.path(), "celerity/lossy-lan.toml", &[]);
+    for p in ["A", "B", "C", "D"] {
+        let w = window(flow(&on, p), 120);
+        assert!(num(&w["loss"]) <= 0.02, "{p}: {w}");
+        assert!(num(&w["recv_kbps_min"]) >= 200.0, "{p}: {w}");
+    }
+    let repair = num(&on["overhead"]["windows"][0]["repair_fraction"]);
+    assert!(repair > 0.0 && repair < 0.15, "repair fraction {repair}");
+    let off = scenario_json(
+        dir.path(),
+        "celerity/lossy-lan.toml",
+        &["--set", "conference.repair_ratio=0"],
+    );
+    let worst_off = ["A", "B", "C", "D"]
+        .iter()
+        .map(|p| num(&window(flow(&off, p), 120)["loss"]))
+        .fold(0.0, f64::max);
+    assert!(worst_off >= 0.03, "without recovery: {worst_off}");
+    assert_eq!(num(&off["overhead"]["windows"][0]["repair_fraction"]), 0.0);
+    assert!(
+        utility(&on) >= utility(&off) + 5.0,
+        "{} against {}",
+        utility(&on),
+        utility(&off)
+    );
+}
+
 /// Peer dynamics (Fig. 9): within 15 s after D leaves every session is
 /// back to 90% of its new optimum and stays there for the next 10 s.
 /// (After D joins it takes longer; docs/celerity.md.)

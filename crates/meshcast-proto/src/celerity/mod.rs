@@ -25,11 +25,13 @@
 //! trees, deeper delay-bounded trees (past the paper), or the Simulcast and
 //! Mutualcast baselines driven by the same link rate control.
 //!
-//! Not implemented yet: the opportunistic coded local loss recovery of
-//! §5.4 waits for meshcast's RLNC crate.
+//! Heads also send coded repairs on the link rate the trees leave unused,
+//! from which tails recover what their links lost (§5.4, the `recovery`
+//! module, with `meshcast_coding`).
 
 mod base_delay;
 mod peer;
+mod recovery;
 pub mod wire;
 
 pub use peer::{CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters};

@@ -1,6 +1,7 @@
 //! The Celerity peer state machine.
 
 use super::base_delay::BaseDelay;
+use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Model, SessionGraph, Tree};
@@ -77,6 +78,12 @@ pub struct CelerityParams {
     pub initial_rate_kbps: f64,
     /// A member not heard from for this long has left.
     pub liveness: Duration,
+    /// Opportunistic local loss recovery (§5.4): the most bytes of coded
+    /// repairs a head sends on a link per byte of a session's data there,
+    /// in 0..=1; 0 turns recovery off. Repairs go only where the tail
+    /// reports loss and only on the part of `c_{m,e}` the trees leave
+    /// unused (the `recovery` module has the rules).
+    pub repair_ratio: f64,
 }
 
 impl Default for CelerityParams {
@@ -97,6 +104,7 @@ impl Default for CelerityParams {
             max_rate: None,
             initial_rate_kbps: 20.0,
             liveness: Duration::from_secs(3),
+            repair_ratio: 0.5,
         }
     }
 }
@@ -147,6 +155,12 @@ pub struct PeerCounters {
     /// Application media refused: larger than [`MAX_APP_MEDIA`], or handed
     /// over while the peer does not carry application media.
     pub refused_media: u64,
+    /// Coded repairs sent (§5.4).
+    pub repairs_sent: u64,
+    /// Data packets recovered from repairs.
+    pub recovered: u64,
+    /// Repairs refused as malformed.
+    pub bad_repairs: u64,
 }
 
 /// The largest unit of application media a peer carries, bytes (a data
@@ -230,7 +244,15 @@ struct Incoming {
     price_scale: f64,
     /// The link is down: nothing arrived on it for the liveness period.
     down: bool,
+    /// The interval's loss after local recovery: what the price counts.
     loss: f64,
+    /// Packets recovered from repairs of this link this interval.
+    recovered: u32,
+    /// The loss before recovery, smoothed over about a second: what the
+    /// head hears ([`Control::LinkLoss`]) to size its repairs.
+    raw_loss: f64,
+    /// The loss the head was last told (0: below the recovery threshold).
+    told_loss: f64,
     /// c_{m,e} per session, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
     sent_rates: [f64; MAX_PARTICIPANTS],
@@ -253,6 +275,8 @@ struct Outgoing {
     reported_at: [Option<Time>; MAX_PARTICIPANTS],
     pending: Vec<u8>,
     pending_deadline: Option<Time>,
+    /// The link's loss rate as the tail last reported it.
+    loss: f64,
 }
 
 impl Outgoing {
@@ -404,6 +428,13 @@ pub struct CelerityPeer {
     last_gap: Option<Duration>,
     /// The rate last reported to the application.
     last_offered: Option<Rate>,
+    /// Local loss recovery: the symbol size, the head's repair state per
+    /// outgoing link, the tail's decoders per incoming link, and a buffer
+    /// for coded packets.
+    repair_k: usize,
+    repair_tx: Vec<Option<Box<RepairSender>>>,
+    repair_rx: Vec<Option<Box<RepairReceiver>>>,
+    coded: Vec<u8>,
 }
 
 fn micros(t: Time) -> u32 {
@@ -449,6 +480,9 @@ impl CelerityPeer {
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
             return Err(ConfigError::Param("intervals must be positive".into()));
         }
+        if !(0.0..=1.0).contains(&p.repair_ratio) {
+            return Err(ConfigError::Param("repair_ratio must be in 0..=1".into()));
+        }
         let c0 = p.initial_rate_kbps.max(0.0);
         let incoming = Incoming {
             next_seq: None,
@@ -463,6 +497,9 @@ impl CelerityPeer {
             price_scale: 1.0,
             down: false,
             loss: 0.0,
+            recovered: 0,
+            raw_loss: 0.0,
+            told_loss: 0.0,
             rates: [c0; MAX_PARTICIPANTS],
             sent_rates: [c0; MAX_PARTICIPANTS],
             sent_at: None,
@@ -477,11 +514,17 @@ impl CelerityPeer {
             reported_at: [None; MAX_PARTICIPANTS],
             pending: Vec::new(),
             pending_deadline: None,
+            loss: 0.0,
         };
         let me = cfg.me;
         let mut present = vec![false; n];
         present[me] = true;
+        let repair_k = wire::coded_data_len(n, MAX_APP_MEDIA.max(p.media_bytes as usize));
         Ok(CelerityPeer {
+            repair_k,
+            repair_tx: (0..n).map(|_| None).collect(),
+            repair_rx: (0..n).map(|_| None).collect(),
+            coded: Vec::new(),
             media: vec![0u8; p.media_bytes as usize],
             app: None,
             last_gap: None,
@@ -641,11 +684,13 @@ impl CelerityPeer {
         self.direct[u].is_some_and(|t| now.saturating_since(t) <= self.cfg.params.liveness)
     }
 
-    /// Session `m`'s rate on this peer's link to `v`, kbit/s (0 while the
-    /// link is down).
+    /// Session `m`'s rate on this peer's link to `v` for its trees, kbit/s
+    /// (0 while the link is down): `c_{m,e}`, less the share a lossy link
+    /// keeps for coded repairs (§5.4, the `recovery` module).
     fn out_rate(&self, v: usize, m: usize, now: Time) -> f64 {
         if self.link_up(v, now) {
-            self.outgoing[v].rates[m].max(0.0)
+            let o = &self.outgoing[v];
+            o.rates[m].max(0.0) / (1.0 + recovery::share(o.loss, self.cfg.params.repair_ratio))
         } else {
             0.0
         }
@@ -735,6 +780,7 @@ impl CelerityPeer {
                 media: 0,
                 header: 0,
                 control: bytes.len() as u32,
+                repair: 0,
             });
             self.tx.push_back(Transmit {
                 to: self.cfg.participants[v],
@@ -757,11 +803,18 @@ impl CelerityPeer {
         let q = if inc.ramping { quick } else { 1.0 };
         let kappa = self.cfg.params.step * q;
         let total = inc.received + inc.lost;
-        inc.loss = if total > 0 {
-            f64::from(inc.lost) / f64::from(total)
+        let (raw, loss) = if total > 0 {
+            let lost = f64::from(inc.lost);
+            let recovered = f64::from(inc.recovered.min(inc.lost));
+            (
+                lost / f64::from(total),
+                (lost - recovered) / f64::from(total),
+            )
         } else {
-            0.0
+            (0.0, 0.0)
         };
+        inc.loss = loss;
+        inc.raw_loss += 0.2 * (raw - inc.raw_loss);
         let before = inc.qdelay;
         if inc.qn > 0 {
             inc.qdelay = inc.qsum / f64::from(inc.qn);
@@ -873,6 +926,7 @@ impl CelerityPeer {
             let inc = &mut self.incoming[u];
             inc.received = 0;
             inc.lost = 0;
+            inc.recovered = 0;
             inc.qsum = 0.0;
             inc.qn = 0;
             // Tell the head when something moved, and every heartbeat.
@@ -899,7 +953,27 @@ impl CelerityPeer {
                 // on: a rate update on its own costs ~60 bytes on the
                 // wire, and on the dumbbell those crossed the bottleneck
                 // at 5 kbit/s (with 40 ms) — 2% of a session's rate.
+                // The head hears the link's loss with the rates, but only
+                // while it matters for recovery: when it moved by a
+                // quarter, or crossed the level below which no repairs
+                // go, and with the heartbeat while above it. Below that
+                // level (the dumbbell's links lose 0.1-0.2%) nothing more
+                // crosses the bottleneck than without recovery.
+                let raw = inc.raw_loss.clamp(0.0, 1.0);
+                let loss = if raw >= recovery::MIN_LOSS { raw } else { 0.0 };
+                let told = inc.told_loss;
+                let tell = self.cfg.params.repair_ratio > 0.0
+                    && (loss != told)
+                    && (told == 0.0 || loss == 0.0 || (loss - told).abs() > 0.25 * told || stale);
+                if tell {
+                    inc.told_loss = loss;
+                }
                 self.queue_control(u, now, &msg, RATE_UPDATE_WAIT);
+                if tell {
+                    let loss = (loss * 65535.0).round() as u16;
+                    let msg = Control::LinkLoss { loss };
+                    self.queue_control(u, now, &msg, RATE_UPDATE_WAIT);
+                }
             }
         }
         if links_changed {
@@ -1329,6 +1403,7 @@ impl CelerityPeer {
             Vec::new()
         };
         let link = self.link_header(v, now);
+        let hop_seq = link.hop_seq;
         let bytes = wire::emit_data_packet(link, &header, &ctl, payload);
         // Padding is overhead: it counts with the headers.
         let media = if header.padding { 0 } else { payload.len() };
@@ -1336,13 +1411,112 @@ impl CelerityPeer {
             media: media as u32,
             header: (bytes.len() - media - ctl.len()) as u32,
             control: ctl.len() as u32,
+            repair: 0,
         });
+        let wire_len = bytes.len() - ctl.len();
         self.tx.push_back(Transmit {
             to: self.cfg.participants[v],
             payload: bytes,
         });
         if !ctl.is_empty() {
             self.arm_flush();
+        }
+        self.send_repairs(now, v, hop_seq, &header, payload, wire_len);
+    }
+
+    /// §5.4: after data packet `hop_seq` to `v`, the repairs that are due
+    /// on that link (see the `recovery` module).
+    fn send_repairs(
+        &mut self,
+        now: Time,
+        v: usize,
+        hop_seq: u16,
+        header: &DataHeader,
+        payload: &[u8],
+        wire_len: usize,
+    ) {
+        let ratio = self.cfg.params.repair_ratio;
+        if ratio <= 0.0 {
+            return;
+        }
+        let o = &self.outgoing[v];
+        let link = LinkNow {
+            rate_kbps: (0..self.n)
+                .filter(|&m| m != v && self.present[m])
+                .map(|m| o.rates[m].max(0.0))
+                .sum(),
+            loss: o.loss,
+            repair_ratio: ratio,
+        };
+        wire::emit_coded_data(header, payload, &mut self.coded);
+        let k = self.repair_k;
+        let seed = (self.me * MAX_PARTICIPANTS + v) as u64;
+        let sender = self.repair_tx[v].get_or_insert_with(|| Box::new(RepairSender::new(k, seed)));
+        let repairs = sender.sent(now, hop_seq, &self.coded, wire_len, link);
+        for symbol in repairs {
+            let link = self.link_header(v, now);
+            let bytes = wire::emit_repair_packet(link, &symbol);
+            self.counters.repairs_sent += 1;
+            self.events.push_back(Event::BytesSent {
+                media: 0,
+                header: 0,
+                control: 0,
+                repair: bytes.len() as u32,
+            });
+            self.tx.push_back(Transmit {
+                to: self.cfg.participants[v],
+                payload: bytes,
+            });
+        }
+    }
+
+    /// Data packet `hop_seq` arrived from `u`: with recovery on, give it
+    /// to the link's decoders first and deliver whatever that recovers
+    /// too.
+    fn on_data_packet(
+        &mut self,
+        u: usize,
+        now: Time,
+        hop_seq: u16,
+        header: DataHeader,
+        media: &[u8],
+    ) {
+        let more = if self.cfg.params.repair_ratio > 0.0 {
+            wire::emit_coded_data(&header, media, &mut self.coded);
+            let k = self.repair_k;
+            let rx = self.repair_rx[u].get_or_insert_with(|| Box::new(RepairReceiver::new(k)));
+            rx.source(hop_seq, &self.coded)
+        } else {
+            Vec::new()
+        };
+        self.on_data(now, header, media);
+        self.on_recovered(u, now, more);
+    }
+
+    /// Deliver packets recovered (coded form) from `u`'s repairs.
+    fn on_recovered(&mut self, u: usize, now: Time, packets: Vec<Vec<u8>>) {
+        for coded in packets {
+            match wire::parse_coded_data(&coded) {
+                Ok((header, media)) => {
+                    self.counters.recovered += 1;
+                    self.incoming[u].recovered += 1;
+                    self.on_data(now, header, media);
+                }
+                Err(_) => self.counters.bad_repairs += 1,
+            }
+        }
+    }
+
+    /// A repair arrived from `u`.
+    fn on_repair(&mut self, u: usize, now: Time, symbol: &[u8]) {
+        if self.cfg.params.repair_ratio <= 0.0 {
+            return;
+        }
+        let k = self.repair_k;
+        let rx = self.repair_rx[u].get_or_insert_with(|| Box::new(RepairReceiver::new(k)));
+        match rx.repair(symbol) {
+            Ok(packets) => self.on_recovered(u, now, packets),
+            Err(_) => self.counters.bad_repairs += 1,
         }
     }
 
@@ -1472,6 +1646,7 @@ impl CelerityPeer {
                 self.left(u, now);
             }
             Control::Reach { hears } => self.reach[u] = hears,
+            Control::LinkLoss { loss } => self.outgoing[u].loss = f64::from(loss) / 65535.0,
             Control::Relay {
                 origin,
                 dest,
@@ -1663,7 +1838,11 @@ impl Endpoint for CelerityPeer {
                 for c in control {
                     self.on_control(u, now, c);
                 }
-                self.on_data(now, header, media);
+                self.on_data_packet(u, now, link.hop_seq, header, media);
+            }
+            Packet::Repair { link, symbol } => {
+                self.measure(u, now, link, true);
+                self.on_repair(u, now, symbol);
             }
         }
     }

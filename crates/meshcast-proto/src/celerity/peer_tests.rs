@@ -273,3 +273,61 @@ fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
     assert_eq!(got.len() as u64 + stale, pushed);
     assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
 }
+
+/// Repairs from the network are checked like any datagram: a malformed
+/// symbol, a foreign coding or a symbol that decodes to no data packet is
+/// counted and changes nothing; with recovery off repairs are ignored.
+#[test]
+fn bad_repairs_are_counted_not_trusted() {
+    use meshcast_coding::{Coding, Symbol};
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    let from = p.cfg.participants[1];
+    let link = LinkHeader {
+        hop_seq: 0,
+        hop_ts_us: 0,
+    };
+    let k = p.repair_k;
+    let mut coefficients = [0u8; 16];
+    coefficients[0] = 1;
+    let mut symbol = vec![0u8; 64 + k];
+    // A well-formed dense symbol that solves position 0 at once, to
+    // garbage (its length prefix points past the symbol): no packet.
+    let payload = vec![0xFF; k];
+    let dense = Symbol {
+        generation: 0,
+        n: 16,
+        coding: Coding::Dense(&coefficients),
+        payload: &payload,
+    };
+    let len = dense.emit(&mut symbol).unwrap();
+    // A systematic symbol is no repair; neither is a seeded one of
+    // another generation size, nor a few stray bytes.
+    let systematic = Symbol {
+        coding: Coding::Systematic(3),
+        ..dense
+    };
+    let mut sys = vec![0u8; 64 + k];
+    let sys_len = systematic.emit(&mut sys).unwrap();
+    for bytes in [&[1u8, 2, 3][..], &sys[..sys_len]] {
+        p.handle_datagram(Time::ZERO, from, &wire::emit_repair_packet(link, bytes));
+    }
+    assert_eq!(p.counters().bad_repairs, 2);
+    p.handle_datagram(
+        Time::ZERO,
+        from,
+        &wire::emit_repair_packet(link, &symbol[..len]),
+    );
+    assert_eq!(p.counters().bad_repairs, 3);
+    assert_eq!(p.counters().recovered, 0);
+    assert_eq!(p.counters().malformed, 0);
+
+    let mut c = cfg(3, 0);
+    c.params.repair_ratio = 0.0;
+    let mut off = CelerityPeer::new(c).unwrap();
+    off.handle_datagram(
+        Time::ZERO,
+        from,
+        &wire::emit_repair_packet(link, &[1, 2, 3]),
+    );
+    assert_eq!(off.counters().bad_repairs, 0);
+}

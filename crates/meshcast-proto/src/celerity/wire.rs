@@ -25,10 +25,10 @@ pub const ENTRY_LEN: usize = 2;
 pub const MAX_PARTICIPANTS: usize = 16;
 
 /// Per-overlay-link sequence number and send time (§5.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkHeader {
     /// Sequence number of this packet on this overlay link (all sessions
-    /// and control share it).
+    /// and control share it, and repairs).
     pub hop_seq: u16,
     /// The head node's clock when it sent the packet, µs (wrapping).
     pub hop_ts_us: u32,
@@ -135,6 +135,14 @@ pub enum Control {
         /// Bit mask of members heard directly.
         hears: u16,
     },
+    /// Tail → head: the loss rate the tail measures on the head's link to
+    /// it (before local recovery), so that the head knows whether coded
+    /// repairs are worth sending there (§5.4). Sent with rate updates
+    /// while recovery is on.
+    LinkLoss {
+        /// Fraction of the link's packets lost, in units of 1/65535.
+        loss: u16,
+    },
     /// Control from `origin` for `dest`, carried by a neighbour because the
     /// overlay link between them is down. The relay forwards it to `dest`
     /// directly (one relay hop; relays are never nested).
@@ -166,6 +174,7 @@ const TLV_BYE: u8 = 4;
 const TLV_SESSION: u8 = 5;
 const TLV_REACH: u8 = 6;
 const TLV_RELAY: u8 = 7;
+const TLV_LOSS: u8 = 8;
 
 /// Why a Celerity packet was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -213,6 +222,14 @@ pub enum Packet<'a> {
         /// The messages.
         control: Vec<Control>,
     },
+    /// A coded repair for local loss recovery (§5.4).
+    Repair {
+        /// Link header.
+        link: LinkHeader,
+        /// The coded symbol (`meshcast_coding::Symbol` datagram), its
+        /// trailing zeros possibly left out.
+        symbol: &'a [u8],
+    },
 }
 
 /// Parse a Celerity packet; every length is checked, nothing panics.
@@ -224,8 +241,20 @@ pub fn parse(buf: &[u8]) -> Result<Packet<'_>, CelerityWireError> {
         hop_seq: be_u16(rest, 0),
         hop_ts_us: be_u32(rest, 2),
     };
-    let rest = &rest[LINK_HEADER_LEN..];
-    match common.packet_type {
+    parse_after_link(common.packet_type, link, &rest[LINK_HEADER_LEN..])
+}
+
+/// A Celerity packet's body after its link header.
+fn parse_after_link(
+    packet_type: PacketType,
+    link: LinkHeader,
+    rest: &[u8],
+) -> Result<Packet<'_>, CelerityWireError> {
+    match packet_type {
+        PacketType::CelerityRepair => {
+            need(rest, 1, "repair")?;
+            Ok(Packet::Repair { link, symbol: rest })
+        }
         PacketType::CelerityControl => Ok(Packet::Control {
             link,
             control: parse_control(rest)?,
@@ -374,6 +403,14 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                     hears: be_u16(body, 0),
                 });
             }
+            TLV_LOSS => {
+                if len != 2 {
+                    return Err(CelerityWireError::Invalid("link loss length"));
+                }
+                out.push(Control::LinkLoss {
+                    loss: be_u16(body, 0),
+                });
+            }
             TLV_RELAY => {
                 if !outer {
                     return Err(CelerityWireError::Invalid("nested relay"));
@@ -441,6 +478,10 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
             out.extend_from_slice(&[TLV_REACH, 2]);
             out.extend_from_slice(&hears.to_be_bytes());
         }
+        Control::LinkLoss { loss } => {
+            out.extend_from_slice(&[TLV_LOSS, 2]);
+            out.extend_from_slice(&loss.to_be_bytes());
+        }
         Control::Relay {
             origin,
             dest,
@@ -467,7 +508,7 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
 /// an earlier one with the same key still waiting to be sent.
 fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
     match tlv.first().copied()? {
-        TLV_RATE | TLV_REACH => Some((tlv[0], 0)),
+        TLV_RATE | TLV_REACH | TLV_LOSS => Some((tlv[0], 0)),
         TLV_STATE | TLV_SESSION => tlv.get(2).map(|&s| (tlv[0], s)),
         _ => None,
     }
@@ -523,6 +564,16 @@ pub fn emit_data_packet(
     control: &[u8],
     media: &[u8],
 ) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + 1 + control.len() + media.len(),
+    );
+    emit_prefix(&mut out, PacketType::CelerityData, link);
+    emit_data_body(header, control, media, &mut out);
+    out
+}
+
+/// Append a data packet's body (what follows the link header) to `out`.
+fn emit_data_body(header: &DataHeader, control: &[u8], media: &[u8], out: &mut Vec<u8>) {
     assert!(
         control.len() <= 255,
         "piggybacked control fits its length byte"
@@ -531,10 +582,6 @@ pub fn emit_data_packet(
         header.entries.len() <= MAX_PARTICIPANTS,
         "tree entries per member"
     );
-    let mut out = Vec::with_capacity(
-        COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + control.len() + media.len(),
-    );
-    emit_prefix(&mut out, PacketType::CelerityData, link);
     let wide = header.wide();
     let mut flags = header.session & SESSION_MASK;
     if wide {
@@ -560,18 +607,63 @@ pub fn emit_data_packet(
     // than becoming infinite (which the parser refuses).
     let uprime = f16::from_f32(header.uprime.min(f16::MAX.to_f32()));
     out.extend_from_slice(&uprime.to_bits().to_be_bytes());
-    mask(&mut out, header.relay_side);
-    mask(&mut out, header.recv_side);
+    mask(out, header.relay_side);
+    mask(out, header.recv_side);
     out.push(header.entries.len() as u8);
     if !control.is_empty() {
         out.push(control.len() as u8);
     }
     for e in &header.entries {
         out.push(e.member);
-        mask(&mut out, e.children);
+        mask(out, e.children);
     }
     out.extend_from_slice(control);
     out.extend_from_slice(media);
+}
+
+/// The part of a data packet that local loss recovery codes (§5.4): its
+/// data header and media without piggybacked control (control is meant
+/// for the link's tail alone and superseded by then), preceded by its
+/// length as a big-endian `u16`, so that a source symbol padded with
+/// zeros to the symbol size gives the packet back exactly. `out` is
+/// cleared first.
+pub fn emit_coded_data(header: &DataHeader, media: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&[0, 0]);
+    emit_data_body(header, &[], media, out);
+    let len = (out.len() - 2) as u16;
+    out[..2].copy_from_slice(&len.to_be_bytes());
+}
+
+/// The bytes [`emit_coded_data`] writes at most for a conference of `n`
+/// members with `media` bytes of media per packet.
+pub fn coded_data_len(n: usize, media: usize) -> usize {
+    let wide = usize::from(n > 8);
+    2 + DATA_FIXED_LEN + 2 * wide + (ENTRY_LEN + wide) * n + media
+}
+
+/// The data header and media of a source symbol written by
+/// [`emit_coded_data`] (trailing zero padding allowed). Every length is
+/// checked, as for a packet from the network: a symbol decoded from a
+/// corrupt repair is an error, never a panic.
+pub fn parse_coded_data(symbol: &[u8]) -> Result<(DataHeader, &[u8]), CelerityWireError> {
+    need(symbol, 2, "coded data length")?;
+    let len = usize::from(be_u16(symbol, 0));
+    need(symbol, 2 + len, "coded data")?;
+    let body = &symbol[2..2 + len];
+    match parse_after_link(PacketType::CelerityData, LinkHeader::default(), body)? {
+        Packet::Data { header, media, .. } => Ok((header, media)),
+        _ => Err(CelerityWireError::Invalid("coded data")),
+    }
+}
+
+/// A repair packet: a coded symbol (`meshcast_coding`'s datagram format)
+/// combining data packets sent on the link, whose trailing zeros may be
+/// left out.
+pub fn emit_repair_packet(link: LinkHeader, symbol: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(COMMON_HEADER_LEN + LINK_HEADER_LEN + symbol.len());
+    emit_prefix(&mut out, PacketType::CelerityRepair, link);
+    out.extend_from_slice(symbol);
     out
 }
 
@@ -722,6 +814,7 @@ mod tests {
             },
             Control::Bye,
             Control::Reach { hears: 0b1011 },
+            Control::LinkLoss { loss: 3277 },
             Control::Relay {
                 origin: 3,
                 dest: 0,
@@ -746,6 +839,25 @@ mod tests {
                 control: msgs
             }
         );
+    }
+
+    /// A repair packet carries its symbol after the link header, whole.
+    #[test]
+    fn repair_round_trip() {
+        let link = LinkHeader {
+            hop_seq: 7,
+            hop_ts_us: 8,
+        };
+        let bytes = emit_repair_packet(link, &[1, 2, 3]);
+        assert_eq!(bytes.len(), COMMON_HEADER_LEN + LINK_HEADER_LEN + 3);
+        assert_eq!(
+            parse(&bytes).unwrap(),
+            Packet::Repair {
+                link,
+                symbol: &[1, 2, 3]
+            }
+        );
+        assert!(parse(&bytes[..COMMON_HEADER_LEN + LINK_HEADER_LEN]).is_err());
     }
 
     #[test]
@@ -867,14 +979,33 @@ mod tests {
                 panic!("not data")
             };
             prop_assert_eq!(l, link);
-            prop_assert_eq!(h, header);
+            prop_assert_eq!(&h, &header);
             prop_assert_eq!(control.len(), usize::from(hello));
             prop_assert_eq!(m, &media[..]);
+
+            // Its coded form (§5.4), padded with zeros, gives it back.
+            let mut coded = Vec::new();
+            emit_coded_data(&header, &media, &mut coded);
+            prop_assert!(coded.len() <= coded_data_len(MAX_PARTICIPANTS, media.len()));
+            coded.resize(coded.len() + 17, 0);
+            let (h, m) = parse_coded_data(&coded).unwrap();
+            prop_assert_eq!(h, header);
+            prop_assert_eq!(m, &media[..]);
+        }
+
+        /// A coded packet cut short is an error, never a panic or a
+        /// packet.
+        #[test]
+        fn short_coded_data_is_refused(header in arb_header(), cut in 0usize..40) {
+            let mut coded = Vec::new();
+            emit_coded_data(&header, b"media", &mut coded);
+            let cut = cut.min(coded.len() - 1);
+            prop_assert!(parse_coded_data(&coded[..cut]).is_err());
         }
 
         /// No input makes the parser panic.
         #[test]
-        fn parse_never_panics(mut bytes in proptest::collection::vec(any::<u8>(), 0..200), t in 2u8..4) {
+        fn parse_never_panics(mut bytes in proptest::collection::vec(any::<u8>(), 0..200), t in prop::sample::select(vec![2u8, 3, 9])) {
             if bytes.len() >= 4 {
                 bytes[0] = 1;
                 bytes[1] = t;

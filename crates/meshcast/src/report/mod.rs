@@ -147,6 +147,7 @@ fn rounded_overhead(o: Overhead) -> Overhead {
     Overhead {
         header_fraction: r(o.header_fraction, 5),
         control_fraction: r(o.control_fraction, 5),
+        repair_fraction: r(o.repair_fraction, 5),
         ..o
     }
 }
