@@ -78,11 +78,13 @@ pub struct CelerityParams {
     pub initial_rate_kbps: f64,
     /// A member not heard from for this long has left.
     pub liveness: Duration,
-    /// Opportunistic local loss recovery (§5.4): the most bytes of coded
-    /// repairs a head sends on a link per byte of a session's data there,
-    /// in 0..=1; 0 turns recovery off. Repairs go only where the tail
-    /// reports loss and only on the part of `c_{m,e}` the trees leave
-    /// unused (the `recovery` module has the rules).
+    /// Opportunistic local loss recovery (§5.4): on a link that loses at
+    /// least 0.5% of its packets, the repair bytes a head aims for per
+    /// byte of data (`4·loss` where that is more, at most 1), in 0..=1;
+    /// 0 turns recovery off. The head keeps that share of the link's rate
+    /// for repairs and sends them only from what the trees leave unused
+    /// (the `recovery` module has the rules, docs/celerity.md the
+    /// measurements).
     pub repair_ratio: f64,
 }
 
@@ -667,6 +669,13 @@ impl CelerityPeer {
             self.outgoing[u].rtt_min = BaseDelay::default();
             self.outgoing[u].pending.clear();
             self.outgoing[u].pending_deadline = None;
+            // Its link sequence numbers start again, and so does recovery
+            // on the links with it.
+            self.outgoing[u].loss = 0.0;
+            self.incoming[u].raw_loss = 0.0;
+            self.incoming[u].told_loss = 0.0;
+            self.repair_tx[u] = None;
+            self.repair_rx[u] = None;
             self.sessions[u] = SessionInfo::default();
             for v in 0..self.n {
                 self.src.reported_at[u * self.n + v] = None;

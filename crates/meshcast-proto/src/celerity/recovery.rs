@@ -62,6 +62,9 @@ pub(super) const GENERATION: usize = 16;
 /// A tail keeps this many generations of a session (the newest and the
 /// ones before it).
 pub(super) const GENERATIONS_KEPT: usize = 3;
+/// A packet this many generations behind the newest comes from a head
+/// that started again.
+const RESTART: usize = 64;
 /// Below this link loss rate no repairs are sent.
 pub(super) const MIN_LOSS: f64 = 0.005;
 /// A repair follows at the latest when the oldest packet it would protect
@@ -260,10 +263,13 @@ impl RepairReceiver {
     }
 
     /// The decoder of `generation`, opened if it is newer than every one
-    /// kept (the oldest then goes); `None` when it is older than those.
+    /// kept (the oldest then goes); `None` when it is a little older than
+    /// those (a straggler). One far behind means the head started its
+    /// sequence numbers again (it restarted): every decoder goes.
     fn decoder(&mut self, generation: u32) -> Option<&mut Decoder> {
         let newest = self.decoders.back().map(|d| d.generation());
         match newest.map(|g| ahead(generation, g)) {
+            Some(a) if a < -(RESTART as i32) => self.decoders.clear(),
             Some(a) if a <= 0 => {
                 let i = self
                     .decoders
@@ -400,39 +406,35 @@ mod tests {
         }
     }
 
+    /// `count` data packets of 100 wire bytes, 10 ms apart: the number of
+    /// repairs after them, and their bytes.
+    fn drive(head: &mut RepairSender, count: u16, link: LinkNow) -> (usize, usize) {
+        let mut now = Time::ZERO;
+        let (mut n, mut bytes) = (0, 0);
+        for seq in 0..count {
+            now += Duration::from_millis(10);
+            let out = head.sent(now, seq, &coded(seq), 100, link);
+            n += out.len();
+            bytes += out.iter().map(Vec::len).sum::<usize>();
+        }
+        (n, bytes)
+    }
+
     /// No loss reported, no repairs; and none beyond the unused rate.
     #[test]
     fn repairs_need_loss_and_unused_rate() {
-        let mut head = RepairSender::new(64, 7);
-        let mut now = Time::ZERO;
-        let mut n = 0;
-        for seq in 0..200u16 {
-            now += Duration::from_millis(10);
-            let c = coded(seq);
-            let link = LinkNow {
-                loss: 0.001,
-                ..lossy()
-            };
-            n += head.sent(now, seq, &c, 100, link).len();
-        }
-        assert_eq!(n, 0);
+        let quiet = LinkNow {
+            loss: 0.001,
+            ..lossy()
+        };
+        assert_eq!(drive(&mut RepairSender::new(64, 7), 200, quiet).0, 0);
         // 100 wire bytes every 10 ms are 80 kbit/s; at c = 81 kbit/s the
         // allowance fills at 81 − 80 = 1 kbit/s: 125 bytes/s.
-        let mut head = RepairSender::new(64, 7);
-        let mut bytes = 0;
-        for seq in 0..1000u16 {
-            now += Duration::from_millis(10);
-            let c = coded(seq);
-            let link = LinkNow {
-                rate_kbps: 81.0,
-                ..lossy()
-            };
-            bytes += head
-                .sent(now, seq, &c, 100, link)
-                .iter()
-                .map(Vec::len)
-                .sum::<usize>();
-        }
+        let tight = LinkNow {
+            rate_kbps: 81.0,
+            ..lossy()
+        };
+        let (_, bytes) = drive(&mut RepairSender::new(64, 7), 1000, tight);
         assert!(bytes > 0, "some repairs");
         assert!(bytes <= 10 * 125, "{bytes} repair bytes in 10 s");
     }
@@ -444,10 +446,16 @@ mod tests {
         let mut tail = RepairReceiver::new(64);
         assert!(tail.repair(&[1, 2, 3]).is_err());
         let c = coded(0);
-        for seq in [100u16, 200, 300, 400] {
+        for seq in [100u16, 200, 300, 1600] {
             tail.source(seq, &c);
         }
-        assert!(tail.source(3, &c).is_empty());
-        assert!(tail.source(400, &[0u8; 65]).is_empty());
+        assert!(tail.source(1600, &[0u8; 65]).is_empty());
+        // A straggler from an old generation finds no decoder; one from
+        // far behind means the head restarted, and is taken.
+        assert!(tail.source(1570, &c).is_empty());
+        assert_eq!(tail.decoders.len(), 3);
+        tail.source(3, &c);
+        assert_eq!(tail.decoders.len(), 1);
+        assert_eq!(tail.decoders[0].decoded_count(), 1);
     }
 }
