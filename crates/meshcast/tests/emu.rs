@@ -378,9 +378,12 @@ fn drop_patterns_apply_from_their_event() {
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("drop.toml");
+    // The pattern itself is what is measured: local loss recovery, which
+    // makes good most of what a link drops (25% here: 2.9% remained), is
+    // off.
     std::fs::write(
         &file,
-        HOSTS.to_owned()
+        HOSTS.replace("max_rate_kbps = 300", "max_rate_kbps = 300\nrepair_ratio = 0")
             + r#"[[link]]
 from = "A"
 to = "B"
