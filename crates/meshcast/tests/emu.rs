@@ -383,8 +383,10 @@ fn drop_patterns_apply_from_their_event() {
     // off.
     std::fs::write(
         &file,
-        HOSTS.replace("max_rate_kbps = 300", "max_rate_kbps = 300\nrepair_ratio = 0")
-            + r#"[[link]]
+        HOSTS.replace(
+            "max_rate_kbps = 300",
+            "max_rate_kbps = 300\nrepair_ratio = 0",
+        ) + r#"[[link]]
 from = "A"
 to = "B"
 capacity_kbps = 10000
