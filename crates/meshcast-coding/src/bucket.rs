@@ -114,6 +114,9 @@ pub(crate) struct Bucket {
     pivot: Vec<u16>,
     row_at: Vec<u16>,
     unit: Vec<bool>,
+    /// Rows that are not unit rows (combinations): while there are none, a systematic symbol
+    /// changes no other row.
+    coded: usize,
     pub(crate) rank: usize,
     scratch: Vec<u8>,
     /// Recoded coefficient vectors, padded so that their combination runs in whole vectors.
@@ -141,6 +144,7 @@ impl Bucket {
             pivot: vec![NONE; n],
             row_at: vec![NONE; n],
             unit: vec![false; n],
+            coded: 0,
             rank: 0,
             scratch: vec![0; width],
             vectors: Rows::new(0, n),
@@ -163,6 +167,7 @@ impl Bucket {
         self.pivot.fill(NONE);
         self.row_at.fill(NONE);
         self.unit.fill(false);
+        self.coded = 0;
         self.rank = 0;
         self.touched.clear();
         self.received = 0;
@@ -305,12 +310,15 @@ impl Bucket {
                 // A new unit row e_q (transform e_new): only rows with a nonzero in column q
                 // change, each by one coefficient and one transform entry.
                 let q = usize::from(q);
-                for r in 0..self.rank {
-                    let f = self.rows[r * w + q];
-                    if !self.unit[r] && f != 0 {
-                        self.rows[r * w + q] = 0;
-                        self.rows[r * w + n + new] ^= f;
-                        self.touched.push(r as u16);
+                if self.coded > 0 {
+                    let rows = self.rows.chunks_exact_mut(w).take(self.rank);
+                    for (r, (row, &unit)) in rows.zip(&self.unit).enumerate() {
+                        let f = row[q];
+                        if !unit && f != 0 {
+                            row[q] = 0;
+                            row[n + new] ^= f;
+                            self.touched.push(r as u16);
+                        }
                     }
                 }
                 let row = &mut self.rows[new * w..(new + 1) * w];
@@ -327,20 +335,29 @@ impl Bucket {
                 transform[..n].fill(0);
                 transform[new] = 1;
                 // Forward: clear every pivot column of the new row (RREF rows have zeros in
-                // each other's pivot columns, so one pass in any order suffices).
-                for r in 0..self.rank {
-                    let p = self.pivot(r);
-                    let f = self.scratch[p];
-                    if f == 0 {
-                        continue;
+                // each other's pivot columns, so one pass in any order suffices). Unit rows
+                // first: each moves one coefficient into the transform, and none touches
+                // another's pivot column.
+                let rank = self.rank;
+                {
+                    let (coef, transform) = self.scratch.split_at_mut(n);
+                    let pivots = self.pivot[..rank].iter().zip(&self.unit[..rank]);
+                    for (t, (&p, &unit)) in transform[..rank].iter_mut().zip(pivots) {
+                        if unit {
+                            let c = &mut coef[usize::from(p)];
+                            *t ^= *c;
+                            *c = 0;
+                        }
                     }
-                    if self.unit[r] {
-                        self.scratch[p] = 0;
-                        self.scratch[n + r] ^= f;
-                    } else {
-                        let row = &self.rows[r * w..(r + 1) * w];
-                        self.backend
-                            .mul_row(&mut self.scratch, row, f, Mode::Accumulate);
+                }
+                if self.coded > 0 {
+                    for r in (0..rank).filter(|&r| !self.unit[r]) {
+                        let f = self.scratch[self.pivot(r)];
+                        if f != 0 {
+                            let row = &self.rows[r * w..(r + 1) * w];
+                            self.backend
+                                .mul_row(&mut self.scratch, row, f, Mode::Accumulate);
+                        }
                     }
                 }
                 let Some(q) = self.scratch[..n].iter().position(|&b| b != 0) else {
@@ -362,6 +379,7 @@ impl Bucket {
                 }
                 self.rows[new * w..(new + 1) * w].copy_from_slice(&self.scratch);
                 self.unit[new] = false;
+                self.coded += 1;
                 self.pivot[new] = q as u16;
                 self.row_at[q] = new as u16;
             }
