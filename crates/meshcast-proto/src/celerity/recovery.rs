@@ -32,9 +32,9 @@
 //!   repair that comes late recovers nothing). `f` is not sized by the
 //!   loss alone because the delay bound leaves a repair ~100 ms to come:
 //!   with `f = 4·loss` (0.2 at 5% loss) a link carrying 20 packets a
-//!   second sent a repair every 250 ms, and of 5% loss 2.6% remained
-//!   (lossy dumbbell: `repair_ratio` 0.25 left 2.0%, 0.5 1.2%, 1 0.4%;
-//!   docs/celerity.md).
+//!   second sent a repair every 250 ms, and of 5% loss 2.4-2.7% remained
+//!   (lossy dumbbell, worst session: `repair_ratio` 0.25 left 2.4%, 0.5
+//!   1.1%, 1 0.8%; docs/celerity.md).
 //! - **Room for them.** Under the paper's rule a link with any price
 //!   (and loss is part of the price) ends with `c_{m,e}` just what the
 //!   trees use: no rate would ever be left for repairs exactly where
@@ -46,20 +46,22 @@
 //! - **Only unused rate.** Repairs draw on their own allowance: a bucket
 //!   that fills at `Σ_m c_{m,e}` and that the data packets on the link
 //!   drain first, so repairs get only what the trees leave. The
-//!   policing bucket cannot tell that: on a critical link the trees use `c_{m,e}` entirely and its
-//!   bucket still sits full between packets, so a repair charged to it
-//!   would take the tokens of the next tree packet, which the head would
-//!   then drop. Repairs count against the link's rate in the tail's
+//!   policing bucket cannot tell that: on a critical link the trees use
+//!   `c_{m,e}` entirely and its bucket still sits full between packets,
+//!   so a repair charged to it would take the tokens of the next tree
+//!   packet, which the head would then drop. Repairs count against the link's rate in the tail's
 //!   measurements (they are packets on the link), so a link where they
 //!   cause congestion is priced, and its `c_{m,e}` falls.
 
+use super::wire::LINK_HEADER_LEN;
+use crate::wire::COMMON_HEADER_LEN;
 use meshcast_coding::{Coding, Decoder, Recoder, Symbol};
 use meshcast_core::{Duration, Time};
 use std::collections::VecDeque;
 
 /// Source symbols per generation.
 pub(super) const GENERATION: usize = 16;
-/// A tail keeps this many generations of a session (the newest and the
+/// A tail keeps this many generations of a link (the newest and the
 /// ones before it).
 pub(super) const GENERATIONS_KEPT: usize = 3;
 /// A packet this many generations behind the newest comes from a head
@@ -130,9 +132,9 @@ pub(super) struct RepairSender {
     /// combination is zero, and a repair leaves those bytes out.
     used: usize,
     /// The repair allowance, bytes, and when it was last refilled: a
-    /// bucket filling at 90% of `c_{m,e}` that the trees' packets drain
-    /// too (down to minus its depth, so a burst of them is paid back
-    /// before repairs go again).
+    /// bucket filling at `Σ_m c_{m,e}` that the data packets drain too
+    /// (down to minus its depth, so a burst of them is paid back before
+    /// repairs go again).
     allowance: f64,
     at: Option<Time>,
     k: usize,
@@ -146,7 +148,7 @@ pub(super) struct LinkNow {
     pub rate_kbps: f64,
     /// The loss rate the tail last reported.
     pub loss: f64,
-    /// The most repair bytes per data byte.
+    /// [`CelerityParams::repair_ratio`](super::CelerityParams::repair_ratio).
     pub repair_ratio: f64,
 }
 
@@ -168,10 +170,10 @@ impl RepairSender {
     }
 
     /// The head sent the data packet with link sequence number `seq` (its
-    /// coded form `coded`, `wire` bytes on the link) at `now`. Returns the repairs to send after it,
-    /// as coded symbols (`meshcast_coding` datagrams without trailing
-    /// zeros): at most one for the generation it closes and one for its
-    /// own.
+    /// coded form `coded`, `wire` bytes on the link) at `now`. Returns the
+    /// repairs to send after it, as coded symbols (`meshcast_coding`
+    /// datagrams without trailing zeros): at most one for the generation
+    /// it closes and one for its own.
     pub(super) fn sent(
         &mut self,
         now: Time,
@@ -231,13 +233,15 @@ impl RepairSender {
     fn repair(&mut self) -> Option<Vec<u8>> {
         let header = Coding::Dense(&[0; GENERATION]).header_len(GENERATION);
         let bytes = header + self.used;
-        if self.allowance < bytes as f64 {
+        // What the repair takes on the link: its packet's headers too.
+        let wire = (bytes + COMMON_HEADER_LEN + LINK_HEADER_LEN) as f64;
+        if self.allowance < wire {
             return None;
         }
         let mut buf = vec![0u8; header + self.k];
         let len = self.recoder.write_recoded(&mut buf).ok()?;
         buf.truncate(len.min(bytes));
-        self.allowance -= bytes as f64;
+        self.allowance -= wire;
         self.unprotected = 0;
         self.oldest = None;
         Some(buf)
