@@ -483,7 +483,7 @@ fn tfrc_for_real_sends_what_it_sends_simulated() {
 /// the steady dumbbell whose A–B LAN loses 5% in the delay element): the
 /// repairs travel, decode and deliver, so every session's worst receiver
 /// loses at most 2% and gets at least 180 kbit/s, as in the simulator.
-/// Measured for real: 0.4–1.2% loss, 198–240 kbit/s; without recovery
+/// Measured for real: 0.4–1.2% loss, 198–240 kbit/s (two runs); without recovery
 /// (`repair_ratio = 0`) 2.2–4.2% and C's and D's sessions at 146–147.
 #[test]
 fn local_loss_recovery_for_real() {
