@@ -173,6 +173,13 @@ fn command_summary(command: &str, file: &Path, out: &Path) -> serde_json::Value 
     summary(out)
 }
 
+/// A scenario file under `scenarios/celerity/`.
+fn celerity_scenario(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/celerity")
+        .join(file)
+}
+
 fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary"))
         .expect("JSON")
@@ -234,13 +241,12 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     }
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/celerity/dumbbell-steady.toml"
-    );
+    let scenario = &celerity_scenario("dumbbell-steady.toml");
     let (emu, sim) = (dir.path().join("emu"), dir.path().join("sim"));
     let mut child = meshcast()
-        .args(["emu", scenario, "--json", "--out"])
+        .arg("emu")
+        .arg(scenario)
+        .args(["--json", "--out"])
         .arg(&emu)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -248,7 +254,7 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     let pid = child.id();
     assert!(child.wait().expect("meshcast emu ends").success());
     assert_eq!(namespaces_of(pid), Vec::<String>::new());
-    let (e, s) = (summary(&emu), sim_summary(Path::new(scenario), &sim));
+    let (e, s) = (summary(&emu), sim_summary(scenario, &sim));
     // The same schema: the same keys all the way down the flows.
     let keys = |v: &serde_json::Value| -> Vec<String> {
         v.as_object()
@@ -483,8 +489,9 @@ fn tfrc_for_real_sends_what_it_sends_simulated() {
 /// the steady dumbbell whose A–B LAN loses 5% in the delay element): the
 /// repairs travel, decode and deliver, so every session's worst receiver
 /// loses at most 2% and gets at least 180 kbit/s, as in the simulator.
-/// Measured for real: 0.4–1.2% loss, 198–240 kbit/s (two runs); without recovery
-/// (`repair_ratio = 0`) 2.2–4.2% and C's and D's sessions at 146–147.
+/// Measured for real: 0.4–1.2% loss, 198–240 kbit/s (two runs); without
+/// recovery (`repair_ratio = 0`) 2.2–4.2% and C's and D's sessions at
+/// 146–147.
 #[test]
 fn local_loss_recovery_for_real() {
     if !root() {
@@ -492,11 +499,10 @@ fn local_loss_recovery_for_real() {
     }
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/celerity/lossy-lan.toml"
+    let e = emu_summary(
+        &celerity_scenario("lossy-lan.toml"),
+        &dir.path().join("emu"),
     );
-    let e = emu_summary(Path::new(scenario), &dir.path().join("emu"));
     for f in e["flows"].as_array().expect("flows") {
         let w = &f["windows"][0];
         let (loss, recv) = (w["loss"].as_f64(), w["recv_kbps_min"].as_f64());
