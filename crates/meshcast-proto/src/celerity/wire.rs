@@ -27,8 +27,8 @@ pub const MAX_PARTICIPANTS: usize = 16;
 /// Per-overlay-link sequence number and send time (§5.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkHeader {
-    /// Sequence number of this packet on this overlay link (all sessions
-    /// and control share it, and repairs).
+    /// Sequence number of this packet on this overlay link (all
+    /// sessions' data, control and repairs share it).
     pub hop_seq: u16,
     /// The head node's clock when it sent the packet, µs (wrapping).
     pub hop_ts_us: u32,
