@@ -1461,7 +1461,7 @@ impl CelerityPeer {
         let k = self.repair_k;
         let seed = (self.me * MAX_PARTICIPANTS + v) as u64;
         let sender = self.repair_tx[v].get_or_insert_with(|| Box::new(RepairSender::new(k, seed)));
-        let repairs = sender.sent(now, hop_seq, &self.coded, wire_len, link);
+        let repairs = sender.sent(now, hop_seq, &mut self.coded, wire_len, link);
         for symbol in repairs {
             let link = self.link_header(v, now);
             let bytes = wire::emit_repair_packet(link, &symbol);
@@ -1494,7 +1494,7 @@ impl CelerityPeer {
             wire::emit_coded_data(&header, media, &mut self.coded);
             let k = self.repair_k;
             let rx = self.repair_rx[u].get_or_insert_with(|| Box::new(RepairReceiver::new(k)));
-            rx.source(hop_seq, &self.coded)
+            rx.source(hop_seq, &mut self.coded)
         } else {
             Vec::new()
         };

@@ -108,15 +108,26 @@ fn ahead(a: u32, b: u32) -> i32 {
     }
 }
 
-/// `coded` padded with zeros to `k` bytes in `scratch`.
-fn padded<'a>(coded: &[u8], k: usize, scratch: &'a mut Vec<u8>) -> Option<&'a [u8]> {
-    if coded.len() > k {
-        return None;
+/// Pads `symbol` with zeros to `k` bytes, in place; `false` (and `symbol`
+/// as it was) when it is longer.
+fn pad(symbol: &mut Vec<u8>, k: usize) -> bool {
+    let fits = symbol.len() <= k;
+    if fits {
+        symbol.resize(k, 0);
     }
-    scratch.clear();
-    scratch.extend_from_slice(coded);
-    scratch.resize(k, 0);
-    Some(scratch)
+    fits
+}
+
+/// The source symbol of the data packet with link sequence number `seq`
+/// (its padded coded form `payload`).
+fn source_symbol(seq: u16, payload: &[u8]) -> Symbol<'_> {
+    let (generation, pos) = position(seq);
+    Symbol {
+        generation,
+        n: GENERATION as u16,
+        coding: Coding::Systematic(pos as u16),
+        payload,
+    }
 }
 
 /// The head's repair state for one overlay link.
@@ -138,7 +149,6 @@ pub(super) struct RepairSender {
     allowance: f64,
     at: Option<Time>,
     k: usize,
-    scratch: Vec<u8>,
 }
 
 /// What the head knows of its link when it sends a data packet.
@@ -165,20 +175,20 @@ impl RepairSender {
             allowance: 0.0,
             at: None,
             k,
-            scratch: Vec::new(),
         }
     }
 
     /// The head sent the data packet with link sequence number `seq` (its
-    /// coded form `coded`, `wire` bytes on the link) at `now`. Returns the
-    /// repairs to send after it, as coded symbols (`meshcast_coding`
-    /// datagrams without trailing zeros): at most one for the generation
-    /// it closes and one for its own.
+    /// coded form `coded`, which is padded to the symbol size in place;
+    /// `wire` bytes on the link) at `now`. Returns the repairs to send
+    /// after it, as coded symbols (`meshcast_coding` datagrams without
+    /// trailing zeros): at most one for the generation it closes and one
+    /// for its own.
     pub(super) fn sent(
         &mut self,
         now: Time,
         seq: u16,
-        coded: &[u8],
+        coded: &mut Vec<u8>,
         wire: usize,
         link: LinkNow,
     ) -> Vec<Vec<u8>> {
@@ -195,7 +205,7 @@ impl RepairSender {
         let mut out = Vec::new();
         let want = share(link.loss, link.repair_ratio);
         let lossy = want > 0.0;
-        let (generation, pos) = position(seq);
+        let (generation, _) = position(seq);
         if self.generation != Some(generation) {
             // The generation this packet closes gets its last repair now.
             if lossy && self.unprotected > 0 {
@@ -207,19 +217,11 @@ impl RepairSender {
             self.oldest = None;
             self.used = 0;
         }
-        let Some(payload) = padded(coded, self.k, &mut self.scratch) else {
-            return out;
-        };
-        let symbol = Symbol {
-            generation,
-            n: GENERATION as u16,
-            coding: Coding::Systematic(pos as u16),
-            payload,
-        };
-        if self.recoder.push(&symbol).is_err() {
+        let len = coded.len();
+        if !pad(coded, self.k) || self.recoder.push(&source_symbol(seq, coded)).is_err() {
             return out;
         }
-        self.used = self.used.max(coded.len());
+        self.used = self.used.max(len);
         self.unprotected += 1;
         let oldest = *self.oldest.get_or_insert(now);
         let every = (1.0 / want).ceil().clamp(1.0, GENERATION as f64) as usize;
@@ -253,6 +255,7 @@ pub(super) struct RepairReceiver {
     /// The newest generations, oldest first.
     decoders: VecDeque<Decoder>,
     k: usize,
+    /// A repair's payload, padded to the symbol size.
     scratch: Vec<u8>,
 }
 
@@ -295,26 +298,13 @@ impl RepairReceiver {
     }
 
     /// A data packet arrived with link sequence number `seq`: `coded` is
-    /// its coded form. Returns the packets it completes the recovery of,
-    /// coded.
-    pub(super) fn source(&mut self, seq: u16, coded: &[u8]) -> Vec<Vec<u8>> {
-        let (generation, pos) = position(seq);
-        let k = self.k;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let out = match padded(coded, k, &mut scratch) {
-            Some(payload) => {
-                let symbol = Symbol {
-                    generation,
-                    n: GENERATION as u16,
-                    coding: Coding::Systematic(pos as u16),
-                    payload,
-                };
-                self.push(&symbol, Some(pos))
-            }
-            None => Vec::new(),
-        };
-        self.scratch = scratch;
-        out
+    /// its coded form, padded to the symbol size in place. Returns the
+    /// packets it completes the recovery of, coded.
+    pub(super) fn source(&mut self, seq: u16, coded: &mut Vec<u8>) -> Vec<Vec<u8>> {
+        if !pad(coded, self.k) {
+            return Vec::new();
+        }
+        self.push(&source_symbol(seq, coded), Some(position(seq).1))
     }
 
     /// A repair arrived: `datagram` is its coded symbol. Returns the
@@ -327,13 +317,21 @@ impl RepairReceiver {
         {
             return Err("repair coding");
         }
-        let k = self.k;
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let out = match padded(symbol.payload, k, &mut scratch) {
-            Some(payload) => Ok(self.push(&Symbol { payload, ..symbol }, None)),
-            None => Err("repair length"),
+        let mut payload = std::mem::take(&mut self.scratch);
+        payload.clear();
+        payload.extend_from_slice(symbol.payload);
+        let out = if pad(&mut payload, self.k) {
+            Ok(self.push(
+                &Symbol {
+                    payload: &payload,
+                    ..symbol
+                },
+                None,
+            ))
+        } else {
+            Err("repair length")
         };
-        self.scratch = scratch;
+        self.scratch = payload;
         out
     }
 
@@ -390,9 +388,9 @@ mod tests {
         for seq in (65488..=65535u16).chain(0..12).filter(|s| s % 2 == 0) {
             now += Duration::from_millis(10);
             let c = coded(seq);
-            let out = head.sent(now, seq, &c, c.len() + 30, lossy());
+            let out = head.sent(now, seq, &mut c.clone(), c.len() + 30, lossy());
             if !lost.contains(&seq) {
-                recovered.extend(tail.source(seq, &c));
+                recovered.extend(tail.source(seq, &mut c.clone()));
             }
             for r in out {
                 repairs += 1;
@@ -417,7 +415,7 @@ mod tests {
         let (mut n, mut bytes) = (0, 0);
         for seq in 0..count {
             now += Duration::from_millis(10);
-            let out = head.sent(now, seq, &coded(seq), 100, link);
+            let out = head.sent(now, seq, &mut coded(seq), 100, link);
             n += out.len();
             bytes += out.iter().map(Vec::len).sum::<usize>();
         }
@@ -451,14 +449,14 @@ mod tests {
         assert!(tail.repair(&[1, 2, 3]).is_err());
         let c = coded(0);
         for seq in [100u16, 200, 300, 1600] {
-            tail.source(seq, &c);
+            tail.source(seq, &mut c.clone());
         }
-        assert!(tail.source(1600, &[0u8; 65]).is_empty());
+        assert!(tail.source(1600, &mut vec![0u8; 65]).is_empty());
         // A straggler from an old generation finds no decoder; one from
         // far behind means the head restarted, and is taken.
-        assert!(tail.source(1570, &c).is_empty());
+        assert!(tail.source(1570, &mut c.clone()).is_empty());
         assert_eq!(tail.decoders.len(), 3);
-        tail.source(3, &c);
+        tail.source(3, &mut c.clone());
         assert_eq!(tail.decoders.len(), 1);
         assert_eq!(tail.decoders[0].decoded_count(), 1);
     }
