@@ -12,6 +12,9 @@
 //! Systematic symbols get a shortcut: a row that is e_q with transform e_slot ("unit") is
 //! eliminated by clearing one coefficient and adding one transform entry, so the 75% of a
 //! generation that usually arrives uncoded costs O(rows) byte operations, not O(rows·n).
+//! A unit row is never written out: its pivot says all there is to know, every pass over rows
+//! walks only the coded ones (`coded`), and its original coefficient vector is written only
+//! when a recoder needs it. A systematic symbol thus costs its payload copy and a few stores.
 
 use crate::gf;
 use crate::kernels::{Backend, Mode, Src};
@@ -105,18 +108,20 @@ pub(crate) struct Bucket {
     /// Handed-over datagrams no longer needed (dependent, rejected, or from a past
     /// generation), for the caller to reuse.
     pub(crate) spare: Vec<Vec<u8>>,
-    /// Slot i's coefficient vector as received (n bytes each), for recoding.
+    /// Slot i's coefficient vector as received (n bytes each), for recoding. Written on
+    /// insertion for coded symbols only; a unit slot's (e_pivot) is written by `recode_into`.
     orig: Rows,
     /// RREF rows, `width` bytes apart: n coefficients, n transform entries over the slots,
-    /// zero padding to a multiple of 64 so that row operations run in whole vectors.
+    /// zero padding to a multiple of 64 so that row operations run in whole vectors. Only the
+    /// coded rows are kept here; a unit row's bytes are stale.
     rows: Vec<u8>,
     width: usize,
     pivot: Vec<u16>,
     row_at: Vec<u16>,
     unit: Vec<bool>,
-    /// Rows that are not unit rows (combinations): while there are none, a systematic symbol
-    /// changes no other row.
-    coded: usize,
+    /// The rows that are not unit rows (combinations), ascending: while there are none, a
+    /// systematic symbol changes no other row.
+    coded: Vec<u16>,
     pub(crate) rank: usize,
     scratch: Vec<u8>,
     /// Recoded coefficient vectors, padded so that their combination runs in whole vectors.
@@ -144,7 +149,7 @@ impl Bucket {
             pivot: vec![NONE; n],
             row_at: vec![NONE; n],
             unit: vec![false; n],
-            coded: 0,
+            coded: Vec::with_capacity(n),
             rank: 0,
             scratch: vec![0; width],
             vectors: Rows::new(0, n),
@@ -167,7 +172,7 @@ impl Bucket {
         self.pivot.fill(NONE);
         self.row_at.fill(NONE);
         self.unit.fill(false);
-        self.coded = 0;
+        self.coded.clear();
         self.rank = 0;
         self.touched.clear();
         self.received = 0;
@@ -207,7 +212,7 @@ impl Bucket {
         }
     }
 
-    /// The coefficient part of RREF row r.
+    /// The coefficient part of RREF row r (a coded row).
     fn coef(&self, r: usize) -> &[u8] {
         let n = self.params.n();
         &self.rows[r * self.width..r * self.width + n]
@@ -262,7 +267,7 @@ impl Bucket {
         }
     }
 
-    /// The transform part of RREF row r (entries over slots `0..rank`).
+    /// The transform part of RREF row r, a coded row (entries over slots `0..rank`).
     pub(crate) fn transform(&self, r: usize) -> &[u8] {
         let n = self.params.n();
         &self.rows[r * self.width + n..r * self.width + n + self.rank]
@@ -294,6 +299,50 @@ impl Bucket {
         self.insert_inner(s, true)
     }
 
+    /// `insert`'s most common case, inlined into the caller: a valid systematic symbol of a
+    /// source that has no row yet, while every row is a unit row, so that no other row
+    /// changes. Returns the slot it took, or `None`, having changed nothing, when the symbol
+    /// needs the general path (which also reports any error).
+    #[inline]
+    pub(crate) fn insert_unit(&mut self, s: &Symbol<'_>) -> Option<usize> {
+        let Coding::Systematic(q) = s.coding else {
+            return None;
+        };
+        let (q, new, n) = (usize::from(q), self.rank, self.params.n());
+        let fits = s.generation == self.generation
+            && usize::from(s.n) == n
+            && s.payload.len() == self.params.k()
+            && new < n;
+        if !fits || !self.coded.is_empty() || self.row_at.get(q) != Some(&NONE) {
+            return None;
+        }
+        self.received += 1;
+        self.touched.clear();
+        self.place(new, q, true);
+        self.admit(new, Some(s.payload));
+        Some(new)
+    }
+
+    /// Records row `new` as the one pivoting on column `q`.
+    #[inline]
+    fn place(&mut self, new: usize, q: usize, unit: bool) {
+        self.unit[new] = unit;
+        self.pivot[new] = q as u16;
+        self.row_at[q] = new as u16;
+    }
+
+    /// Completes an innovative insertion into slot `new`, copying `payload` there if given.
+    #[inline]
+    fn admit(&mut self, new: usize, payload: Option<&[u8]>) {
+        self.touched.push(new as u16);
+        // Only slots below the rank ever hold a datagram (reset releases them all).
+        debug_assert!(self.held[new].is_none());
+        if let Some(p) = payload {
+            self.backend.copy_row(self.slots.row_mut(new), p);
+        }
+        self.rank += 1;
+    }
+
     fn insert_inner(&mut self, s: &Symbol<'_>, copy: bool) -> Result<bool, PushError> {
         self.check(s)?;
         self.touched.clear();
@@ -310,28 +359,21 @@ impl Bucket {
                 // A new unit row e_q (transform e_new): only rows with a nonzero in column q
                 // change, each by one coefficient and one transform entry.
                 let q = usize::from(q);
-                if self.coded > 0 {
-                    let rows = self.rows.chunks_exact_mut(w).take(self.rank);
-                    for (r, (row, &unit)) in rows.zip(&self.unit).enumerate() {
-                        let f = row[q];
-                        if !unit && f != 0 {
-                            row[q] = 0;
-                            row[n + new] ^= f;
-                            self.touched.push(r as u16);
-                        }
+                for &r in &self.coded {
+                    let row = &mut self.rows[usize::from(r) * w..][..w];
+                    let f = row[q];
+                    if f != 0 {
+                        row[q] = 0;
+                        row[n + new] ^= f;
+                        self.touched.push(r);
                     }
                 }
-                let row = &mut self.rows[new * w..(new + 1) * w];
-                row.fill(0);
-                row[q] = 1;
-                row[n + new] = 1;
-                self.unit[new] = true;
-                self.pivot[new] = q as u16;
-                self.row_at[q] = new as u16;
+                self.place(new, q, true);
             }
             coding => {
                 let (coef, transform) = self.scratch.split_at_mut(n);
                 coding.expand(coef);
+                self.orig.row_mut(new).copy_from_slice(coef);
                 transform[..n].fill(0);
                 transform[new] = 1;
                 // Forward: clear every pivot column of the new row (RREF rows have zeros in
@@ -350,14 +392,13 @@ impl Bucket {
                         }
                     }
                 }
-                if self.coded > 0 {
-                    for r in (0..rank).filter(|&r| !self.unit[r]) {
-                        let f = self.scratch[self.pivot(r)];
-                        if f != 0 {
-                            let row = &self.rows[r * w..(r + 1) * w];
-                            self.backend
-                                .mul_row(&mut self.scratch, row, f, Mode::Accumulate);
-                        }
+                for &r in &self.coded {
+                    let r = usize::from(r);
+                    let f = self.scratch[self.pivot(r)];
+                    if f != 0 {
+                        let row = &self.rows[r * w..(r + 1) * w];
+                        self.backend
+                            .mul_row(&mut self.scratch, row, f, Mode::Accumulate);
                     }
                 }
                 let Some(q) = self.scratch[..n].iter().position(|&b| b != 0) else {
@@ -367,31 +408,22 @@ impl Bucket {
                 let inv = gf::inv(self.scratch[q]).expect("the pivot is nonzero");
                 self.backend.scale(&mut self.scratch, inv);
                 // Backward: clear column q from the other rows (unit rows have 0 there).
-                for r in 0..self.rank {
-                    let f = self.rows[r * w + q];
+                for &r in &self.coded {
+                    let row = &mut self.rows[usize::from(r) * w..][..w];
+                    let f = row[q];
                     if f != 0 {
-                        debug_assert!(!self.unit[r]);
-                        let row = &mut self.rows[r * w..(r + 1) * w];
                         self.backend
                             .mul_row(row, &self.scratch, f, Mode::Accumulate);
-                        self.touched.push(r as u16);
+                        self.touched.push(r);
                     }
                 }
                 self.rows[new * w..(new + 1) * w].copy_from_slice(&self.scratch);
-                self.unit[new] = false;
-                self.coded += 1;
-                self.pivot[new] = q as u16;
-                self.row_at[q] = new as u16;
+                // Slots fill in order, so `new` is above every coded row so far.
+                self.coded.push(new as u16);
+                self.place(new, q, false);
             }
         }
-        self.touched.push(new as u16);
-        // Only slots below the rank ever hold a datagram (reset releases them all).
-        debug_assert!(self.held[new].is_none());
-        if copy {
-            self.backend.copy_row(self.slots.row_mut(new), s.payload);
-        }
-        s.coding.expand(self.orig.row_mut(new));
-        self.rank += 1;
+        self.admit(new, copy.then_some(s.payload));
         Ok(true)
     }
 
@@ -442,6 +474,9 @@ impl Bucket {
         self.with_slots(self.rank, false, |src, _| {
             b.combine_src(weights, src, payloads, Mode::Assign)
         });
+        for r in (0..self.rank).filter(|&r| self.unit[r]) {
+            Coding::Systematic(self.pivot[r]).expand(self.orig.row_mut(r));
+        }
         if self.vectors.count() < vectors.len() {
             self.vectors = Rows::new(vectors.len(), n);
         }

@@ -106,6 +106,14 @@ impl Decoder {
     /// dropped.
     pub fn push(&mut self, symbol: &Symbol<'_>) -> Result<Pushed, PushError> {
         self.newly.clear();
+        if let Some(slot) = self.bucket.insert_unit(symbol) {
+            self.hand_out_unit(slot);
+            return Ok(Pushed {
+                innovative: true,
+                rank: self.bucket.rank,
+                newly_decoded: 1,
+            });
+        }
         let innovative = self.bucket.insert(symbol)?;
         Ok(self.after_insert(innovative))
     }
@@ -122,9 +130,27 @@ impl Decoder {
         }
     }
 
+    /// Hands out the source of unit row `r`, which arrived uncoded into slot `r`.
+    #[inline]
+    fn hand_out_unit(&mut self, r: usize) {
+        let p = self.bucket.pivot(r);
+        debug_assert_eq!(self.state[p], Source::Missing);
+        self.state[p] = Source::InSlot(r as u16);
+        self.newly.push(p as u16);
+        self.decoded += 1;
+    }
+
     /// Hands out the rows the last insertion solved: uncoded ones in place, the others by one
     /// kernel call over the stored payloads.
     fn collect_solved(&mut self) {
+        // The common case, a systematic symbol that changed no other row: its source is
+        // handed out in place.
+        if let [r] = self.bucket.touched[..]
+            && self.bucket.is_unit(usize::from(r))
+        {
+            self.hand_out_unit(usize::from(r));
+            return;
+        }
         self.batch.clear();
         for &r in &self.bucket.touched {
             let r = usize::from(r);

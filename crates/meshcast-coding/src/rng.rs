@@ -25,9 +25,14 @@ impl SplitMix64 {
 
     /// Fills `out` with bytes, eight per output word, least significant byte first.
     pub fn fill(&mut self, out: &mut [u8]) {
-        for chunk in out.chunks_mut(8) {
+        let mut chunks = out.chunks_exact_mut(8);
+        for chunk in &mut chunks {
+            chunk.copy_from_slice(&self.next().to_le_bytes());
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
             let w = self.next().to_le_bytes();
-            chunk.copy_from_slice(&w[..chunk.len()]);
+            rest.copy_from_slice(&w[..rest.len()]);
         }
     }
 }
