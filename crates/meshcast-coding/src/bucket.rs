@@ -123,7 +123,6 @@ pub(crate) struct Bucket {
     /// systematic symbol changes no other row.
     coded: Vec<u16>,
     pub(crate) rank: usize,
-    scratch: Vec<u8>,
     /// Recoded coefficient vectors, padded so that their combination runs in whole vectors.
     vectors: Rows,
     /// Rows modified by the last insertion.
@@ -151,7 +150,6 @@ impl Bucket {
             unit: vec![false; n],
             coded: Vec::with_capacity(n),
             rank: 0,
-            scratch: vec![0; width],
             vectors: Rows::new(0, n),
             touched: Vec::with_capacity(n),
             received: 0,
@@ -236,8 +234,10 @@ impl Bucket {
         f: impl FnOnce(Src<'_>, bool) -> T,
     ) -> T {
         if self.held[..count].iter().any(Option::is_some) {
-            let list: Vec<&[u8]> = (0..count).map(|i| self.slot(i)).collect();
-            f(Src::List(&list), false)
+            // Up to the usual generation sizes' worth of slots without allocating.
+            crate::rows::on_stack::<65, _, _>((0..count).map(|i| self.slot(i)), |list| {
+                f(Src::List(list), false)
+            })
         } else {
             f(self.slots.src(count, padded), padded)
         }
@@ -248,7 +248,10 @@ impl Bucket {
     pub(crate) fn insert_owned(&mut self, datagram: Vec<u8>) -> Result<bool, PushError> {
         let parsed = Symbol::parse(&datagram).map(|s| {
             let off = s.payload.as_ptr() as usize - datagram.as_ptr() as usize;
-            (self.insert_inner(&s, false), off)
+            match self.insert_unit(&s, false) {
+                Some(_) => (Ok(true), off),
+                None => (self.insert_inner(&s, false), off),
+            }
         });
         match parsed {
             Ok((Ok(true), off)) => {
@@ -302,9 +305,9 @@ impl Bucket {
     /// `insert`'s most common case, inlined into the caller: a valid systematic symbol of a
     /// source that has no row yet, while every row is a unit row, so that no other row
     /// changes. Returns the slot it took, or `None`, having changed nothing, when the symbol
-    /// needs the general path (which also reports any error).
+    /// needs the general path (which also reports any error). `copy` as for `insert_inner`.
     #[inline]
-    pub(crate) fn insert_unit(&mut self, s: &Symbol<'_>) -> Option<usize> {
+    pub(crate) fn insert_unit(&mut self, s: &Symbol<'_>, copy: bool) -> Option<usize> {
         let Coding::Systematic(q) = s.coding else {
             return None;
         };
@@ -319,7 +322,7 @@ impl Bucket {
         self.received += 1;
         self.touched.clear();
         self.place(new, q, true);
-        self.admit(new, Some(s.payload));
+        self.admit(new, copy.then_some(s.payload));
         Some(new)
     }
 
@@ -371,54 +374,51 @@ impl Bucket {
                 self.place(new, q, true);
             }
             coding => {
-                let (coef, transform) = self.scratch.split_at_mut(n);
+                // The new row is built where it will stay: slots fill in order, so every
+                // coded row so far lies below it.
+                let (above, row) = self.rows.split_at_mut(new * w);
+                let row = &mut row[..w];
+                let (coef, transform) = row.split_at_mut(n);
                 coding.expand(coef);
                 self.orig.row_mut(new).copy_from_slice(coef);
-                transform[..n].fill(0);
+                transform.fill(0);
                 transform[new] = 1;
                 // Forward: clear every pivot column of the new row (RREF rows have zeros in
                 // each other's pivot columns, so one pass in any order suffices). Unit rows
                 // first: each moves one coefficient into the transform, and none touches
                 // another's pivot column.
                 let rank = self.rank;
-                {
-                    let (coef, transform) = self.scratch.split_at_mut(n);
-                    let pivots = self.pivot[..rank].iter().zip(&self.unit[..rank]);
-                    for (t, (&p, &unit)) in transform[..rank].iter_mut().zip(pivots) {
-                        if unit {
-                            let c = &mut coef[usize::from(p)];
-                            *t ^= *c;
-                            *c = 0;
-                        }
+                let pivots = self.pivot[..rank].iter().zip(&self.unit[..rank]);
+                for (t, (&p, &unit)) in transform[..rank].iter_mut().zip(pivots) {
+                    if unit {
+                        let c = &mut coef[usize::from(p)];
+                        *t ^= *c;
+                        *c = 0;
                     }
                 }
                 for &r in &self.coded {
                     let r = usize::from(r);
-                    let f = self.scratch[self.pivot(r)];
+                    let f = row[usize::from(self.pivot[r])];
                     if f != 0 {
-                        let row = &self.rows[r * w..(r + 1) * w];
-                        self.backend
-                            .mul_row(&mut self.scratch, row, f, Mode::Accumulate);
+                        let coded = &above[r * w..(r + 1) * w];
+                        self.backend.mul_row(row, coded, f, Mode::Accumulate);
                     }
                 }
-                let Some(q) = self.scratch[..n].iter().position(|&b| b != 0) else {
+                let Some(q) = row[..n].iter().position(|&b| b != 0) else {
                     self.dependent += 1;
                     return Ok(false);
                 };
-                let inv = gf::inv(self.scratch[q]).expect("the pivot is nonzero");
-                self.backend.scale(&mut self.scratch, inv);
+                let inv = gf::inv(row[q]).expect("the pivot is nonzero");
+                self.backend.scale(row, inv);
                 // Backward: clear column q from the other rows (unit rows have 0 there).
                 for &r in &self.coded {
-                    let row = &mut self.rows[usize::from(r) * w..][..w];
-                    let f = row[q];
+                    let coded = &mut above[usize::from(r) * w..][..w];
+                    let f = coded[q];
                     if f != 0 {
-                        self.backend
-                            .mul_row(row, &self.scratch, f, Mode::Accumulate);
+                        self.backend.mul_row(coded, row, f, Mode::Accumulate);
                         self.touched.push(r);
                     }
                 }
-                self.rows[new * w..(new + 1) * w].copy_from_slice(&self.scratch);
-                // Slots fill in order, so `new` is above every coded row so far.
                 self.coded.push(new as u16);
                 self.place(new, q, false);
             }
@@ -480,16 +480,13 @@ impl Bucket {
         if self.vectors.count() < vectors.len() {
             self.vectors = Rows::new(vectors.len(), n);
         }
-        let mut padded = self.vectors.padded_mut_at(0..vectors.len());
-        b.combine_src(
-            weights,
-            self.orig.src(self.rank, true),
-            &mut padded,
-            Mode::Assign,
-        );
-        for (v, p) in vectors.iter_mut().zip(&padded) {
-            v.copy_from_slice(&p[..n]);
-        }
+        let orig = self.orig.src(self.rank, true);
+        self.vectors.with_padded_mut_at(0..vectors.len(), |padded| {
+            b.combine_src(weights, orig, padded, Mode::Assign);
+            for (v, p) in vectors.iter_mut().zip(padded.iter()) {
+                v.copy_from_slice(&p[..n]);
+            }
+        });
         Ok(())
     }
 }

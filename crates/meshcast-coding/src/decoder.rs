@@ -106,7 +106,7 @@ impl Decoder {
     /// dropped.
     pub fn push(&mut self, symbol: &Symbol<'_>) -> Result<Pushed, PushError> {
         self.newly.clear();
-        if let Some(slot) = self.bucket.insert_unit(symbol) {
+        if let Some(slot) = self.bucket.insert_unit(symbol, true) {
             self.hand_out_unit(slot);
             return Ok(Pushed {
                 innovative: true,
@@ -178,19 +178,19 @@ impl Decoder {
                 .extend_from_slice(self.bucket.transform(usize::from(r)));
         }
         let k = self.bucket.params.k();
-        let mut outputs = self
-            .out
-            .padded_mut_at(self.batch.iter().map(|&(p, _)| usize::from(p)));
-        let (backend, weights) = (self.bucket.backend, &self.weights);
-        self.bucket.with_slots(rank, true, |inputs, padded| {
-            if !padded {
-                // Handed-over datagrams are k bytes long: so are the outputs then.
-                outputs.iter_mut().for_each(|o| {
-                    let row = std::mem::take(o);
-                    *o = &mut row[..k];
-                });
-            }
-            backend.combine_src(weights, inputs, &mut outputs, Mode::Assign)
+        let (backend, weights, bucket) = (self.bucket.backend, &self.weights, &self.bucket);
+        let picks = self.batch.iter().map(|&(p, _)| usize::from(p));
+        self.out.with_padded_mut_at(picks, |outputs| {
+            bucket.with_slots(rank, true, |inputs, padded| {
+                if !padded {
+                    // Handed-over datagrams are k bytes long: so are the outputs then.
+                    outputs.iter_mut().for_each(|o| {
+                        let row = std::mem::take(o);
+                        *o = &mut row[..k];
+                    });
+                }
+                backend.combine_src(weights, inputs, outputs, Mode::Assign)
+            })
         });
         for &(p, _) in &self.batch {
             self.state[usize::from(p)] = Source::Decoded;

@@ -10,6 +10,31 @@ use crate::kernels::Src;
 /// The alignment every row starts on.
 pub(crate) const ALIGN: usize = 64;
 
+/// How many output rows [`Rows::with_padded_mut_at`] lists without allocating: two kernel
+/// passes, and the lost symbols of the usual generation.
+pub(crate) const OUTPUTS_ON_STACK: usize = 16;
+
+/// Hands `f` the items of `items` as a slice, on the stack when there are fewer than `N` of
+/// them: the per-symbol paths list rows this way without a heap allocation (a small array
+/// costs less to fill than an allocation).
+pub(crate) fn on_stack<const N: usize, R: Default, T>(
+    items: impl IntoIterator<Item = R>,
+    f: impl FnOnce(&mut [R]) -> T,
+) -> T {
+    let mut items = items.into_iter();
+    let mut array: [R; N] = std::array::from_fn(|_| R::default());
+    let mut len = 0;
+    for (slot, item) in array.iter_mut().zip(items.by_ref()) {
+        *slot = item;
+        len += 1;
+    }
+    if len < N {
+        return f(&mut array[..len]);
+    }
+    let mut all: Vec<R> = array.into_iter().chain(items).collect();
+    f(&mut all)
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Rows {
     buf: Vec<u8>,
@@ -65,22 +90,22 @@ impl Rows {
         }
     }
 
-    /// The rows at `picks` (strictly increasing) with their padding, mutable.
-    pub(crate) fn padded_mut_at(
+    /// Hands `f` the rows at `picks` (strictly increasing) with their padding, mutable; fewer
+    /// than [`OUTPUTS_ON_STACK`] of them without allocating.
+    pub(crate) fn with_padded_mut_at<T>(
         &mut self,
         picks: impl IntoIterator<Item = usize>,
-    ) -> Vec<&mut [u8]> {
+        f: impl FnOnce(&mut [&mut [u8]]) -> T,
+    ) -> T {
         let mut rows = self.buf[self.start..self.start + self.count * self.stride]
             .chunks_exact_mut(self.stride)
             .enumerate();
-        picks
-            .into_iter()
-            .map(|p| {
-                rows.by_ref()
-                    .find_map(|(i, r)| (i == p).then_some(r))
-                    .expect("picks are strictly increasing row indices")
-            })
-            .collect()
+        let picked = picks.into_iter().map(|p| {
+            rows.by_ref()
+                .find_map(|(i, r)| (i == p).then_some(r))
+                .expect("picks are strictly increasing row indices")
+        });
+        on_stack::<OUTPUTS_ON_STACK, _, _>(picked, f)
     }
 
     /// Zeroes every row (and its padding).
@@ -117,8 +142,10 @@ mod tests {
             buf.chunks(128)
                 .all(|row| row[100..].iter().all(|&b| b == 0))
         );
-        let picked = r.padded_mut_at([1, 3]);
-        assert_eq!(picked.len(), 2);
-        assert_eq!(picked[1][0], 4);
+        let (count, first) = r.with_padded_mut_at([1, 3], |picked| (picked.len(), picked[1][0]));
+        assert_eq!((count, first), (2, 4));
+        let more = OUTPUTS_ON_STACK + 3;
+        let many = Rows::new(more, 8).with_padded_mut_at(1..more, |p| p.len());
+        assert_eq!(many, more - 1);
     }
 }

@@ -297,6 +297,22 @@ fn handed_over_datagrams_come_back() {
 }
 
 #[test]
+fn large_generations_decode_from_handed_over_datagrams() {
+    // More slots than the decoder lists on the stack, and more lost sources than it lists
+    // output rows there: both lists then go to the heap.
+    let (n, k) = (100, 70);
+    let e = encoder(n, k, 9, Backend::active());
+    let keep: Vec<bool> = (0..n).map(|i| i % 4 != 0).collect();
+    let mut d = Decoder::new(3, n, k).expect("valid");
+    let mut most = 0;
+    for p in datagrams(&e, &keep, 30, 4) {
+        most = most.max(d.push_owned(p).expect("valid").newly_decoded);
+    }
+    assert!(most > 16, "one symbol solved {most} sources");
+    assert_decodes(&e, &d);
+}
+
+#[test]
 fn late_symbols_after_completion_are_dependent() {
     let e = encoder(3, 8, 4, Backend::active());
     let mut d = Decoder::new(3, 3, 8).expect("valid");

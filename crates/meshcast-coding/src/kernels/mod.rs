@@ -361,6 +361,7 @@ impl Backend {
     ///
     /// # Panics
     /// If the rows differ in length or the backend is not supported.
+    #[inline]
     pub fn mul_row(self, dst: &mut [u8], src: &[u8], c: u8, mode: Mode) {
         assert_eq!(dst.len(), src.len(), "rows must have equal lengths");
         // SAFETY: both pointers come from rows of dst.len() bytes.
@@ -375,13 +376,16 @@ impl Backend {
             )
         };
         let vlen = self.vector_len(dst.len());
-        scalar::mul_row(&mut dst[vlen..], &src[vlen..], c, mode == Mode::Assign);
+        if vlen < dst.len() {
+            scalar::mul_row(&mut dst[vlen..], &src[vlen..], c, mode == Mode::Assign);
+        }
     }
 
     /// `row = c·row`.
     ///
     /// # Panics
     /// If the backend is not supported.
+    #[inline]
     pub fn scale(self, row: &mut [u8], c: u8) {
         if c == 1 {
             return;
@@ -393,7 +397,9 @@ impl Backend {
             self.row_op(p, p, row.len(), c, true)
         };
         let vlen = self.vector_len(row.len());
-        scalar::scale(&mut row[vlen..], c);
+        if vlen < row.len() {
+            scalar::scale(&mut row[vlen..], c);
+        }
     }
 
     /// `dst ^= src` at memory speed (AVX-512 when present): the reference the benchmarks
@@ -425,6 +431,7 @@ impl Backend {
     ///
     /// # Panics
     /// If the rows differ in length.
+    #[inline]
     pub fn copy_row(self, dst: &mut [u8], src: &[u8]) {
         assert_eq!(dst.len(), src.len(), "rows must have equal lengths");
         let mut vlen = 0;
@@ -438,7 +445,9 @@ impl Backend {
                 x86::copy_avx512(dst.as_mut_ptr(), src.as_ptr(), vlen)
             };
         }
-        dst[vlen..].copy_from_slice(&src[vlen..]);
+        if vlen < dst.len() {
+            dst[vlen..].copy_from_slice(&src[vlen..]);
+        }
     }
 
     /// The prefix of a `len`-byte row that the vector loop covers.
@@ -455,6 +464,7 @@ impl Backend {
     /// # Safety
     /// Both pointers are valid for `len` bytes.
     #[allow(unsafe_code)]
+    #[inline]
     unsafe fn row_op(self, dst: *mut u8, src: *const u8, len: usize, c: u8, assign: bool) {
         self.checked();
         let vlen = self.vector_len(len);
