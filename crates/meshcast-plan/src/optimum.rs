@@ -249,7 +249,6 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
     // Load terms per physical link: (column, coefficient).
     let mut load: Vec<Vec<(usize, f64)>> = vec![Vec::new(); p.capacity_bps.len()];
     let mut nonneg: Vec<usize> = r_var.clone();
-    let mut eq = Rows::default();
     let mut le: Vec<(Vec<(usize, f64)>, f64)> = Vec::new();
     // c_{m,e} columns for the flow schemes.
     let mut c_var: Vec<Vec<Option<usize>>> = Vec::new();
@@ -333,7 +332,14 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
                                 t.push((r_var[s], 1.0));
                                 le.push((t, 0.0));
                             } else if !terms.is_empty() {
-                                eq.row(&terms, 0.0);
+                                // Outflow ≤ inflow: a preflow, whose value at j is
+                                // still at most the minimum cut and is always reached
+                                // by a real flow. As an inequality rather than
+                                // conservation it keeps the problem strictly feasible
+                                // where a node's flow variables are all forced to zero.
+                                let t: Vec<(usize, f64)> =
+                                    terms.iter().map(|&(x, a)| (x, -a)).collect();
+                                le.push((t, 0.0));
                             }
                         }
                     }
@@ -370,11 +376,9 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
             le.push((terms.clone(), p.capacity_bps[l].max(0.0) / MBPS));
         }
     }
-    // Assemble: zero cone, nonnegative cone, exponential cones.
-    let mut rows = eq;
+    // Assemble: nonnegative cone, exponential cones.
+    let mut rows = Rows::default();
     let from = 0;
-    rows.close(SupportedConeT::ZeroConeT, from);
-    let from = rows.b.len();
     for (terms, b) in &le {
         rows.row(terms, *b);
     }
@@ -396,22 +400,56 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
     for &t in &t_var {
         q[t] = -1.0;
     }
-    let settings = DefaultSettings {
-        verbose: std::env::var_os("MESHCAST_SOLVER_VERBOSE").is_some(),
-        ..DefaultSettings::default()
-    };
-    let mut solver = DefaultSolver::new(&pm, &q, &a, &rows.b, &rows.cones, settings)
-        .map_err(|e| OptimumError::Invalid(format!("{e:?}")))?;
-    solver.solve();
-    let status = solver.solution.status;
-    if !matches!(status, SolverStatus::Solved | SolverStatus::AlmostSolved) {
-        return Err(OptimumError::Solver(format!("{status:?}")));
-    }
-    let x = &solver.solution.x;
+    let x = solve_cone(&pm, &q, &a, &rows.b, &rows.cones)?;
+    let x = &x;
     verify(p, scheme, x, &r_var, &c_var, &families)?;
     let rates_bps: Vec<f64> = r_var.iter().map(|&r| (x[r] * MBPS).max(0.0)).collect();
     let utility = rates_bps.iter().map(|&r| p.utility.of(r)).sum();
     Ok(Optimum { rates_bps, utility })
+}
+
+/// Runs Clarabel on the assembled problem and returns its primal solution.
+///
+/// Clarabel's defaults sometimes stall on these problems (`InsufficientProgress` within the
+/// first iterations, the step length falling to zero; among 200 random underlays from
+/// `random_underlay.py`, seeds 10 and 193, both eight members with one of them alone behind an
+/// 800 kbit/s core link). A stalled solve is retried with the switch to Clarabel's slower,
+/// safer step for exponential cones made earlier (`min_switch_step_length`, 0.1 by default),
+/// then with shorter interior-point steps as well; each fixed every stall seen. The first
+/// answer Clarabel calls solved is returned, and the caller verifies it.
+fn solve_cone(
+    pm: &CscMatrix<f64>,
+    q: &[f64],
+    a: &CscMatrix<f64>,
+    b: &[f64],
+    cones: &[SupportedConeT<f64>],
+) -> Result<Vec<f64>, OptimumError> {
+    let mut last = None;
+    for (max_step_fraction, min_switch_step_length) in [(0.99, 0.1), (0.99, 0.01), (0.9, 0.001)] {
+        let settings = DefaultSettings {
+            verbose: std::env::var_os("MESHCAST_SOLVER_VERBOSE").is_some(),
+            max_step_fraction,
+            min_switch_step_length,
+            ..DefaultSettings::default()
+        };
+        let mut solver = DefaultSolver::new(pm, q, a, b, cones, settings)
+            .map_err(|e| OptimumError::Invalid(format!("{e:?}")))?;
+        solver.solve();
+        let status = solver.solution.status;
+        match status {
+            SolverStatus::Solved | SolverStatus::AlmostSolved => return Ok(solver.solution.x),
+            SolverStatus::InsufficientProgress
+            | SolverStatus::NumericalError
+            | SolverStatus::MaxIterations
+            | SolverStatus::AlmostPrimalInfeasible
+            | SolverStatus::AlmostDualInfeasible => last = Some(status),
+            _ => return Err(OptimumError::Solver(format!("{status:?}"))),
+        }
+    }
+    Err(OptimumError::Solver(format!(
+        "{:?} (also with Clarabel's safer step settings)",
+        last.expect("at least one attempt")
+    )))
 }
 
 /// Check the solver's answer: link loads within capacity and every `R_m`

@@ -317,6 +317,69 @@ fn optimum_matches_the_dumbbell_analysis() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `meshcast optimum` solves the random underlay on which Clarabel's default settings stalled
+/// (`random_underlay.py`, seed 193): P0 alone behind an 800 kbit/s core link keeps it for its
+/// own session, and the other seven share the way back to P0 equally.
+#[test]
+fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
+    let routers = ["R0", "R1", "R2", "R3"];
+    let links = [
+        ("R0", "R1", 1500, 19),
+        ("R0", "R2", 3000, 25),
+        ("R1", "R2", 2000, 8),
+        ("R2", "R3", 800, 27),
+        ("P0", "R3", 20000, 5),
+        ("P1", "R2", 20000, 3),
+        ("P2", "R2", 20000, 2),
+        ("P3", "R1", 10000, 2),
+        ("P4", "R2", 10000, 3),
+        ("P5", "R0", 20000, 3),
+        ("P6", "R0", 20000, 5),
+        ("P7", "R2", 10000, 3),
+    ];
+    let hosts: Vec<String> = (0..8).map(|i| format!("P{i}")).collect();
+    let mut toml = format!(
+        "name = \"random-193\"\nduration_s = 200\n[conference]\nprotocol = \"celerity\"\n\
+         participants = [{}]\ndelay_bound_ms = 200\n",
+        hosts
+            .iter()
+            .map(|h| format!("\"{h}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (id, kind) in hosts
+        .iter()
+        .map(|h| (h.as_str(), "host"))
+        .chain(routers.iter().map(|r| (*r, "router")))
+    {
+        toml += &format!("[[node]]\nid = \"{id}\"\nkind = \"{kind}\"\n");
+    }
+    for (from, to, kbps, ms) in links {
+        let queue = (kbps * 1000 / 8 / 4).max(15_000);
+        toml += &format!(
+            "[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\ncapacity_kbps = {kbps}\n\
+             delay_ms = {ms}\nqueue_bytes = {queue}\n"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("random-193.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out = meshcast(&["optimum", file.to_str().unwrap()], dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(num(&v["coded"]["P0"]), 800.0, "{v}");
+    for h in &hosts[1..] {
+        assert!(
+            (num(&v["coded"][h.as_str()]) - 800.0 / 7.0).abs() < 0.2,
+            "{h}: {v}"
+        );
+    }
+}
+
 /// The Celerity dumbbell without events settles at its optimum: every
 /// session's send rate and lowest receiver goodput in [120,200] at least
 /// 95% of 240 kbit/s (issue 3's bound; measured 228.5–230.2), little loss,
