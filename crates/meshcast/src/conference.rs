@@ -89,6 +89,8 @@ pub(crate) struct RawConference {
     queue_ceiling_ms: Option<Spanned<f64>>,
     pace_to_heads: Option<bool>,
     repair_ratio: Option<Spanned<f64>>,
+    late_margin_ms: Option<Spanned<f64>>,
+    late_gain: Option<Spanned<f64>>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -227,6 +229,25 @@ pub(crate) fn check(
             ));
         }
         params.repair_ratio = v;
+    }
+    if let Some(m) = &raw.late_margin_ms {
+        let v = *m.get_ref();
+        let bound = params.delay_bound.as_secs_f64() * 1e3;
+        if !(v.is_finite() && v >= 0.0 && v < bound) {
+            return Err(loc.err(
+                m.span(),
+                "conference.late_margin_ms",
+                "must be a number >= 0 and below delay_bound_ms",
+            ));
+        }
+        params.late_margin = Duration::from_secs_f64(v / 1e3);
+    }
+    if let Some(g) = &raw.late_gain {
+        let v = *g.get_ref();
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(loc.err(g.span(), "conference.late_gain", "must be a number >= 0"));
+        }
+        params.late_gain = v;
     }
     Ok(Conference {
         protocol,

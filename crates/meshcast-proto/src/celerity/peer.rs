@@ -86,6 +86,19 @@ pub struct CelerityParams {
     /// (the `recovery` module has the rules, docs/celerity.md the
     /// measurements).
     pub repair_ratio: f64,
+    /// The delay guard's margin: a link's price rises steeply once its
+    /// queue, averaged over about a second, passes the delay bound less
+    /// the link's propagation delay less this margin (room for the queue's
+    /// swings and the rest of the path). See [`CelerityParams::late_gain`].
+    pub late_margin: Duration,
+    /// The delay guard's slope: what a second of queue past the guard's
+    /// knee adds to a link's price, per second of queuing delay (the
+    /// paper's price rises by one); 0 turns the guard off. Rule (10)
+    /// settles a critical link where its queue equals `U′` seconds, which
+    /// for a slow session behind a long path is past the delay bound:
+    /// its packets then arrive late while every link looks at
+    /// equilibrium (docs/celerity.md, "Random underlays").
+    pub late_gain: f64,
 }
 
 impl Default for CelerityParams {
@@ -107,6 +120,8 @@ impl Default for CelerityParams {
             initial_rate_kbps: 20.0,
             liveness: Duration::from_secs(3),
             repair_ratio: 0.5,
+            late_margin: Duration::from_millis(60),
+            late_gain: 4.0,
         }
     }
 }
@@ -240,6 +255,9 @@ struct Incoming {
     qdelay: f64,
     /// Smoothed slope of the queuing delay, s/s.
     qtrend: f64,
+    /// The queuing delay averaged over about a second (the delay guard's
+    /// input, see [`CelerityParams::late_gain`]).
+    qslow: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
     /// The link's price scale (see [`CelerityParams::queue_ceiling`]).
@@ -485,6 +503,14 @@ impl CelerityPeer {
         if !(0.0..=1.0).contains(&p.repair_ratio) {
             return Err(ConfigError::Param("repair_ratio must be in 0..=1".into()));
         }
+        if !(p.late_gain.is_finite() && p.late_gain >= 0.0) {
+            return Err(ConfigError::Param("late_gain must be a number >= 0".into()));
+        }
+        if p.late_margin >= p.delay_bound {
+            return Err(ConfigError::Param(
+                "late_margin must be below the delay bound".into(),
+            ));
+        }
         let c0 = p.initial_rate_kbps.max(0.0);
         let incoming = Incoming {
             next_seq: None,
@@ -495,6 +521,7 @@ impl CelerityPeer {
             qn: 0,
             qdelay: 0.0,
             qtrend: 0.0,
+            qslow: 0.0,
             ramping: true,
             price_scale: 1.0,
             down: false,
@@ -807,6 +834,17 @@ impl CelerityPeer {
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
         };
         let damping = self.cfg.params.damping.as_secs_f64();
+        // The delay guard's knee: the queue this link can hold before its
+        // packets, with the link's propagation (half the reverse link's
+        // minimum RTT) and the margin, would pass the delay bound.
+        let knee = {
+            let p = &self.cfg.params;
+            let prop = self.outgoing[u]
+                .one_way_delay()
+                .map_or(0.0, |d| d.as_secs_f64());
+            (p.delay_bound.as_secs_f64() - prop - p.late_margin.as_secs_f64()).max(0.0)
+        };
+        let late_gain = self.cfg.params.late_gain;
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion.
         let q = if inc.ramping { quick } else { 1.0 };
@@ -835,7 +873,13 @@ impl CelerityPeer {
         inc.qtrend = 0.5 * inc.qtrend + 0.5 * slope;
         // The trend term damps the loop: a growing queue raises the
         // price before it is long, a draining one lowers it.
-        let delay_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
+        // The delay guard (see `CelerityParams::late_gain`) watches the
+        // queue averaged over about a second: the dumbbell's queue swings
+        // past its knee for single intervals, and charging those moved its
+        // windows; a standing queue that makes packets late stays there.
+        inc.qslow += 0.2 * (inc.qdelay - inc.qslow);
+        let guard = late_gain * (inc.qslow - knee).max(0.0);
+        let delay_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0) + guard;
         let mut terms = [(0.0, 0.0); MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let s = &self.sessions[m];
@@ -923,6 +967,7 @@ impl CelerityPeer {
                     inc.ramping = true;
                     inc.qtrend = 0.0;
                     inc.qdelay = 0.0;
+                    inc.qslow = 0.0;
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
             } else {
