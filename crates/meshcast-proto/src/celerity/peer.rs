@@ -91,13 +91,13 @@ pub struct CelerityParams {
     /// the link's propagation delay less this margin (room for the queue's
     /// swings and the rest of the path). See [`CelerityParams::late_gain`].
     pub late_margin: Duration,
-    /// The delay guard's slope: what a second of queue past the guard's
-    /// knee adds to a link's price, per second of queuing delay (the
-    /// paper's price rises by one); 0 turns the guard off. Rule (10)
+    /// The delay guard's slope: each second of averaged queue past the
+    /// knee adds this many seconds to the link's price (on top of the
+    /// paper's one per second of queue); 0 turns the guard off. Rule (10)
     /// settles a critical link where its queue equals `U′` seconds, which
-    /// for a slow session behind a long path is past the delay bound:
-    /// its packets then arrive late while every link looks at
-    /// equilibrium (docs/celerity.md, "Random underlays").
+    /// for a slow session behind a long path is past the delay bound: its
+    /// packets then arrive late while every link looks at equilibrium
+    /// (docs/celerity.md, "The delay guard" among the decisions).
     pub late_gain: f64,
 }
 
