@@ -162,12 +162,23 @@ pub(crate) fn check(
         ));
     }
     let mut params = CelerityParams::default();
-    let positive = |v: &Option<Spanned<f64>>, field: &str| -> Result<Option<f64>, ScenarioError> {
+    // A number field, if present, that must be finite and pass `ok`; `what` is the error.
+    let checked = |v: &Option<Spanned<f64>>,
+                   field: &str,
+                   ok: &dyn Fn(f64) -> bool,
+                   what: &str|
+     -> Result<Option<f64>, ScenarioError> {
         match v {
             None => Ok(None),
-            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(Some(*s.get_ref())),
-            Some(s) => Err(loc.err(s.span(), field, "must be a positive number")),
+            Some(s) if s.get_ref().is_finite() && ok(*s.get_ref()) => Ok(Some(*s.get_ref())),
+            Some(s) => Err(loc.err(s.span(), field, what)),
         }
+    };
+    let positive = |v: &Option<Spanned<f64>>, field: &str| {
+        checked(v, field, &|v| v > 0.0, "must be a positive number")
+    };
+    let non_negative = |v: &Option<Spanned<f64>>, field: &str| {
+        checked(v, field, &|v| v >= 0.0, "must be a number >= 0")
     };
     if let Some(d) = positive(&raw.delay_bound_ms, "conference.delay_bound_ms")? {
         params.delay_bound = Duration::from_secs_f64(d / 1e3);
@@ -184,15 +195,7 @@ pub(crate) fn check(
     if let Some(d) = positive(&raw.damping_ms, "conference.damping_ms")? {
         params.damping = Duration::from_secs_f64(d / 1e3);
     }
-    if let Some(q) = &raw.quick_start_s {
-        let v = *q.get_ref();
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(loc.err(
-                q.span(),
-                "conference.quick_start_s",
-                "must be a number >= 0",
-            ));
-        }
+    if let Some(v) = non_negative(&raw.quick_start_s, "conference.quick_start_s")? {
         params.quick_start = Duration::from_secs_f64(v);
     }
     if let Some(m) = &raw.media_bytes {
@@ -204,49 +207,35 @@ pub(crate) fn check(
     if let Some(r) = positive(&raw.max_rate_kbps, "conference.max_rate_kbps")? {
         params.max_rate = Some(Rate::from_kbps_f64(r));
     }
-    if let Some(q) = &raw.queue_ceiling_ms {
-        let v = *q.get_ref();
-        let bound = params.delay_bound.as_secs_f64() * 1e3;
-        if !(v.is_finite() && v > 0.0 && v < bound) {
-            return Err(loc.err(
-                q.span(),
-                "conference.queue_ceiling_ms",
-                "must be a number > 0 and below delay_bound_ms",
-            ));
-        }
+    let bound = params.delay_bound.as_secs_f64() * 1e3;
+    if let Some(v) = checked(
+        &raw.queue_ceiling_ms,
+        "conference.queue_ceiling_ms",
+        &|v| v > 0.0 && v < bound,
+        "must be a number > 0 and below delay_bound_ms",
+    )? {
         params.queue_ceiling = Some(Duration::from_secs_f64(v / 1e3));
     }
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;
     }
-    if let Some(r) = &raw.repair_ratio {
-        let v = *r.get_ref();
-        if !(0.0..=1.0).contains(&v) {
-            return Err(loc.err(
-                r.span(),
-                "conference.repair_ratio",
-                "must be a number in 0..=1",
-            ));
-        }
+    if let Some(v) = checked(
+        &raw.repair_ratio,
+        "conference.repair_ratio",
+        &|v| (0.0..=1.0).contains(&v),
+        "must be a number in 0..=1",
+    )? {
         params.repair_ratio = v;
     }
-    if let Some(m) = &raw.late_margin_ms {
-        let v = *m.get_ref();
-        let bound = params.delay_bound.as_secs_f64() * 1e3;
-        if !(v.is_finite() && v >= 0.0 && v < bound) {
-            return Err(loc.err(
-                m.span(),
-                "conference.late_margin_ms",
-                "must be a number >= 0 and below delay_bound_ms",
-            ));
-        }
+    if let Some(v) = checked(
+        &raw.late_margin_ms,
+        "conference.late_margin_ms",
+        &|v| v >= 0.0 && v < bound,
+        "must be a number >= 0 and below delay_bound_ms",
+    )? {
         params.late_margin = Duration::from_secs_f64(v / 1e3);
     }
-    if let Some(g) = &raw.late_gain {
-        let v = *g.get_ref();
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(loc.err(g.span(), "conference.late_gain", "must be a number >= 0"));
-        }
+    if let Some(v) = non_negative(&raw.late_gain, "conference.late_gain")? {
         params.late_gain = v;
     }
     Ok(Conference {
