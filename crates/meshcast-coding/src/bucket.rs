@@ -311,12 +311,9 @@ impl Bucket {
         let Coding::Systematic(q) = s.coding else {
             return None;
         };
-        let (q, new, n) = (usize::from(q), self.rank, self.params.n());
-        let fits = s.generation == self.generation
-            && usize::from(s.n) == n
-            && s.payload.len() == self.params.k()
-            && new < n;
-        if !fits || !self.coded.is_empty() || self.row_at.get(q) != Some(&NONE) {
+        let (q, new) = (usize::from(q), self.rank);
+        let fits = new < self.params.n() && self.check(s).is_ok();
+        if !fits || !self.coded.is_empty() || self.row_at[q] != NONE {
             return None;
         }
         self.received += 1;

@@ -401,8 +401,7 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
         q[t] = -1.0;
     }
     let x = solve_cone(&pm, &q, &a, &rows.b, &rows.cones)?;
-    let x = &x;
-    verify(p, scheme, x, &r_var, &c_var, &families)?;
+    verify(p, scheme, &x, &r_var, &c_var, &families)?;
     let rates_bps: Vec<f64> = r_var.iter().map(|&r| (x[r] * MBPS).max(0.0)).collect();
     let utility = rates_bps.iter().map(|&r| p.utility.of(r)).sum();
     Ok(Optimum { rates_bps, utility })
