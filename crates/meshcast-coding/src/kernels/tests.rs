@@ -54,18 +54,27 @@ fn mul_row_and_scale_match_scalar_for_every_coefficient() {
 
 #[test]
 fn combine_matches_scalar_on_every_coefficient() {
-    // One output per coefficient value, from a single input: every multiplier on every path.
+    // One output per coefficient value: every multiplier on every path, from a single input
+    // (the kernels' lone-input step) and from a pair (their paired step, here with c and
+    // 255 − c).
     let mut g = SplitMix64::new(2);
-    let coefs: Vec<u8> = (0..=255u8).collect();
+    let single: Vec<u8> = (0..=255u8).collect();
+    let paired: Vec<u8> = (0..=255u8).flat_map(|c| [c, 255 - c]).collect();
     for b in Backend::available() {
-        let input = random(&mut g, 4096 + 37);
-        let mut want = vec![vec![0u8; input.len()]; 256];
-        let mut got = want.clone();
-        let mut w: Vec<&mut [u8]> = want.iter_mut().map(|r| r.as_mut_slice()).collect();
-        Backend::Scalar.combine(&coefs, &[&input], &mut w, Mode::Assign);
-        let mut o: Vec<&mut [u8]> = got.iter_mut().map(|r| r.as_mut_slice()).collect();
-        b.combine(&coefs, &[&input], &mut o, Mode::Assign);
-        assert_eq!(got, want, "{b}");
+        let first = random(&mut g, 4096 + 37);
+        let second = random(&mut g, first.len());
+        for (coefs, inputs) in [
+            (&single, vec![&first[..]]),
+            (&paired, vec![&first, &second]),
+        ] {
+            let mut want = vec![vec![0u8; first.len()]; 256];
+            let mut got = want.clone();
+            let mut w: Vec<&mut [u8]> = want.iter_mut().map(|r| r.as_mut_slice()).collect();
+            Backend::Scalar.combine(coefs, &inputs, &mut w, Mode::Assign);
+            let mut o: Vec<&mut [u8]> = got.iter_mut().map(|r| r.as_mut_slice()).collect();
+            b.combine(coefs, &inputs, &mut o, Mode::Assign);
+            assert_eq!(got, want, "{b}, {} input(s)", inputs.len());
+        }
     }
 }
 
