@@ -285,15 +285,19 @@ impl Bucket {
     }
 
     /// Whether row r's coefficients are the unit vector of its pivot: its source is decodable.
+    /// At full rank every row is (RREF of rank n is the identity); otherwise a coded row's
+    /// pivot entry is 1, so it is solved when that is its only nonzero (a count that
+    /// vectorises, where a search for the first other nonzero would not).
     #[inline]
     pub(crate) fn solved(&self, r: usize) -> bool {
-        let p = self.pivot(r);
         self.unit[r]
+            || self.rank == self.params.n()
             || self
                 .coef(r)
                 .iter()
-                .enumerate()
-                .all(|(c, &v)| v == 0 || c == p)
+                .map(|&v| usize::from(v != 0))
+                .sum::<usize>()
+                == 1
     }
 
     /// Eliminates one symbol into the bucket. Returns whether it was innovative; the rows it
@@ -382,14 +386,14 @@ impl Bucket {
                 transform[new] = 1;
                 // Forward: clear every pivot column of the new row (RREF rows have zeros in
                 // each other's pivot columns, so one pass in any order suffices). Unit rows
-                // first: each moves one coefficient into the transform, and none touches
-                // another's pivot column.
+                // first: each moves one coefficient into the transform (whose entry there is
+                // still 0, so it is a plain store), and none touches another's pivot column.
                 let rank = self.rank;
                 let pivots = self.pivot[..rank].iter().zip(&self.unit[..rank]);
                 for (t, (&p, &unit)) in transform[..rank].iter_mut().zip(pivots) {
                     if unit {
                         let c = &mut coef[usize::from(p)];
-                        *t ^= *c;
+                        *t = *c;
                         *c = 0;
                     }
                 }
