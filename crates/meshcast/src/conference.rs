@@ -91,6 +91,7 @@ pub(crate) struct RawConference {
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     late_gain: Option<Spanned<f64>>,
+    balance: Option<Spanned<f64>>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -237,6 +238,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.late_gain, "conference.late_gain")? {
         params.late_gain = v;
+    }
+    if let Some(v) = non_negative(&raw.balance, "conference.balance")? {
+        params.balance = v;
     }
     Ok(Conference {
         protocol,

@@ -34,4 +34,6 @@ mod peer;
 mod recovery;
 pub mod wire;
 
-pub use peer::{CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters};
+pub use peer::{
+    BALANCE_TOLERANCE, CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters,
+};

@@ -99,7 +99,25 @@ pub struct CelerityParams {
     /// packets then arrive late while every link looks at equilibrium
     /// (docs/celerity.md, "The delay guard" among the decisions).
     pub late_gain: f64,
+    /// The balance's step κ_b; 0 (the default) turns it off. After rule
+    /// (10) a tail moves rate between sessions whose critical cuts cross
+    /// its incoming links where those links charge the same price (within
+    /// [`BALANCE_TOLERANCE`]), towards equal `U′`: each pair of such
+    /// link-session shares trades `κ_b·w·min(c_i, c_j)·(U′_i − U′_j)/Ū′`
+    /// per interval (at most 5% of the smaller rate; `w` falls from 1 at
+    /// equal prices to 0 at the tolerance). Links through one queue charge
+    /// one price, so the trade leaves the queue's load alone and speeds
+    /// only the split, which rule (10) alone settles with a time constant
+    /// of `T/κ·(R + δ)/R` ≈ 14 s. It also equalises `U′` between sessions
+    /// whose links only look alike, which costs the random underlays
+    /// about 2% of their optimum: docs/celerity.md, "The balance", has the
+    /// measurements and why it is not the default.
+    pub balance: f64,
 }
+
+/// See [`CelerityParams::balance`]: the relative difference of two links'
+/// prices at and beyond which the balance moves nothing between them.
+pub const BALANCE_TOLERANCE: f64 = 0.25;
 
 impl Default for CelerityParams {
     fn default() -> Self {
@@ -122,6 +140,7 @@ impl Default for CelerityParams {
             repair_ratio: 0.5,
             late_margin: Duration::from_millis(60),
             late_gain: 4.0,
+            balance: 0.0,
         }
     }
 }
@@ -241,6 +260,45 @@ fn moved(now: f64, before: f64) -> bool {
     (now - before).abs() > MOVED * before.max(1.0)
 }
 
+/// One session's rate on one link into a tail, as the balance sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Share {
+    session: usize,
+    /// The link's price in the last interval, s.
+    price: f64,
+    /// The session's `U′`, s.
+    uprime: f64,
+    /// c_{m,e}, kbit/s.
+    rate: f64,
+}
+
+/// The balance's rate changes, one per share (see
+/// [`CelerityParams::balance`]): every two shares of different sessions
+/// whose prices differ by less than [`BALANCE_TOLERANCE`] (relative) trade
+/// rate towards the one with the larger `U′`. Trades are pairwise, so the
+/// changes sum to zero.
+fn balance_moves(shares: &[Share], step: f64) -> Vec<f64> {
+    let mut moves = vec![0.0; shares.len()];
+    for (i, a) in shares.iter().enumerate() {
+        for (j, b) in shares.iter().enumerate().skip(i + 1) {
+            if a.session == b.session {
+                continue;
+            }
+            let apart = (a.price - b.price).abs() / a.price.max(b.price);
+            let w = 1.0 - apart / BALANCE_TOLERANCE;
+            if w <= 0.0 {
+                continue;
+            }
+            let c = a.rate.min(b.rate);
+            let trade = (step * w * c * (a.uprime - b.uprime) / (0.5 * (a.uprime + b.uprime)))
+                .clamp(-0.05 * c, 0.05 * c);
+            moves[i] += trade;
+            moves[j] -= trade;
+        }
+    }
+    moves
+}
+
 /// The link from another member into this peer (this peer is its tail).
 #[derive(Clone, Debug)]
 struct Incoming {
@@ -275,6 +333,10 @@ struct Incoming {
     told_loss: f64,
     /// c_{m,e} per session, kbit/s.
     rates: [f64; MAX_PARTICIPANTS],
+    /// The price rule (10) charged in the last interval, and the sessions
+    /// whose critical cut crossed the link then: the balance's inputs.
+    price: f64,
+    in_cut: [bool; MAX_PARTICIPANTS],
     sent_rates: [f64; MAX_PARTICIPANTS],
     sent_at: Option<Time>,
     last_ts: Option<(u32, Time)>,
@@ -503,8 +565,10 @@ impl CelerityPeer {
         if !(0.0..=1.0).contains(&p.repair_ratio) {
             return Err(ConfigError::Param("repair_ratio must be in 0..=1".into()));
         }
-        if !(p.late_gain.is_finite() && p.late_gain >= 0.0) {
-            return Err(ConfigError::Param("late_gain must be a number >= 0".into()));
+        for (name, v) in [("late_gain", p.late_gain), ("balance", p.balance)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
+            }
         }
         if p.late_margin >= p.delay_bound {
             return Err(ConfigError::Param(
@@ -530,6 +594,8 @@ impl CelerityPeer {
             raw_loss: 0.0,
             told_loss: 0.0,
             rates: [c0; MAX_PARTICIPANTS],
+            price: 0.0,
+            in_cut: [false; MAX_PARTICIPANTS],
             sent_rates: [c0; MAX_PARTICIPANTS],
             sent_at: None,
             last_ts: None,
@@ -915,8 +981,11 @@ impl CelerityPeer {
         inc.price_scale += 0.1 * (target - inc.price_scale);
         let k = inc.price_scale;
         let price = k * delay_price;
+        inc.price = price;
+        inc.in_cut = [false; MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let (gain, uprime) = terms[m];
+            inc.in_cut[m] = gain > 0.0;
             // Rule (10) with the per-link step α = κ·c/U′: the
             // equilibrium (U′ = price on critical links) is the
             // paper's, and the step scales with the rate so the same
@@ -944,6 +1013,49 @@ impl CelerityPeer {
                 step = 0.0;
             }
             inc.rates[m] = (c + step).max(0.0);
+        }
+    }
+
+    /// The balance (see [`CelerityParams::balance`]) over the links into
+    /// this peer, after rule (10) has updated them.
+    fn balance(&mut self) {
+        let step = self.cfg.params.balance;
+        if step <= 0.0 {
+            return;
+        }
+        let mut shares = Vec::new();
+        for u in self.others() {
+            let inc = &self.incoming[u];
+            if inc.down || inc.price <= 0.0 {
+                continue;
+            }
+            for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
+                let uprime = self.sessions[m].uprime;
+                // Only links whose price is a fair part of the session's
+                // U′ (where rule (10) settles it): the price of a link
+                // with hardly any queue says nothing about sharing one.
+                if self.sessions[m].known
+                    && inc.in_cut[m]
+                    && uprime > 0.0
+                    && inc.price >= 0.3 * uprime
+                {
+                    shares.push((
+                        u,
+                        Share {
+                            session: m,
+                            price: inc.price,
+                            uprime,
+                            rate: inc.rates[m],
+                        },
+                    ));
+                }
+            }
+        }
+        let list: Vec<Share> = shares.iter().map(|&(_, s)| s).collect();
+        let moves = balance_moves(&list, step);
+        for ((u, s), d) in shares.into_iter().zip(moves) {
+            let r = &mut self.incoming[u].rates[s.session];
+            *r = (*r + d).max(0.0);
         }
     }
 
@@ -977,6 +1089,9 @@ impl CelerityPeer {
                 }
                 self.update_rates(u, quick, interval);
             }
+        }
+        self.balance();
+        for u in self.others() {
             let inc = &mut self.incoming[u];
             inc.received = 0;
             inc.lost = 0;

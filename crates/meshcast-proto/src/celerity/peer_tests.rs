@@ -27,10 +27,70 @@ fn bad_configs_are_refused() {
         c.params.queue_ceiling = Some(ceiling);
         assert!(CelerityPeer::new(c).is_err(), "{ceiling:?}");
     }
+    for balance in [-0.1, f64::NAN] {
+        let mut c = cfg(3, 0);
+        c.params.balance = balance;
+        assert!(CelerityPeer::new(c).is_err(), "{balance}");
+    }
     let mut c = cfg(3, 0);
     c.params.queue_ceiling = Some(Duration::from_millis(100));
+    c.params.balance = 0.03;
     assert!(CelerityPeer::new(c).is_ok());
     assert!(CelerityPeer::new(cfg(3, 2)).is_ok());
+}
+
+#[test]
+fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
+    let share = |session, price, uprime, rate| Share {
+        session,
+        price,
+        uprime,
+        rate,
+    };
+    // Two sessions through one queue: the slower (larger U′) gains what the
+    // faster loses, step · min(c) · ΔU′ / mean U′.
+    let m = balance_moves(
+        &[share(0, 0.08, 0.10, 200.0), share(1, 0.08, 0.06, 300.0)],
+        0.03,
+    );
+    assert!((m[0] - 0.03 * 200.0 * 0.04 / 0.08).abs() < 1e-9, "{m:?}");
+    assert_eq!(m[0], -m[1]);
+    // Prices a quarter apart or more: different queues, nothing moves; half
+    // the tolerance apart, half the trade.
+    let apart = balance_moves(
+        &[share(0, 0.08, 0.10, 200.0), share(1, 0.06, 0.06, 300.0)],
+        0.03,
+    );
+    assert_eq!(apart, vec![0.0, 0.0]);
+    let near = balance_moves(
+        &[share(0, 0.08, 0.10, 200.0), share(1, 0.07, 0.06, 300.0)],
+        0.03,
+    );
+    assert!((near[0] - m[0] / 2.0).abs() < 1e-9, "{near:?}");
+    // One session's own links trade nothing; a large step is held to 5%.
+    assert_eq!(
+        balance_moves(
+            &[share(2, 0.08, 0.10, 200.0), share(2, 0.08, 0.06, 300.0)],
+            0.03
+        ),
+        vec![0.0, 0.0]
+    );
+    let big = balance_moves(
+        &[share(0, 0.08, 0.10, 200.0), share(1, 0.08, 0.06, 300.0)],
+        10.0,
+    );
+    assert_eq!(big, vec![10.0, -10.0]);
+    // Three shares: the changes still sum to zero.
+    let three = balance_moves(
+        &[
+            share(0, 0.08, 0.10, 200.0),
+            share(1, 0.09, 0.06, 300.0),
+            share(2, 0.085, 0.08, 250.0),
+        ],
+        0.05,
+    );
+    assert!(three.iter().sum::<f64>().abs() < 1e-9, "{three:?}");
+    assert!(three[0] > 0.0 && three[1] < 0.0, "{three:?}");
 }
 
 #[test]
