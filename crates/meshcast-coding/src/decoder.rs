@@ -46,6 +46,8 @@ pub struct Decoder {
     decoded: usize,
     newly: Vec<u16>,
     batch: Vec<(u16, u16)>,
+    /// Columns without a pivot, for `Bucket::solved`.
+    free: Vec<u16>,
     weights: Vec<u8>,
 }
 
@@ -61,6 +63,7 @@ impl Decoder {
             decoded: 0,
             newly: Vec::with_capacity(n),
             batch: Vec::with_capacity(n),
+            free: Vec::with_capacity(n),
             weights: Vec::new(),
         })
     }
@@ -152,10 +155,11 @@ impl Decoder {
             return;
         }
         self.batch.clear();
+        self.bucket.free_columns(&mut self.free);
         for &r in &self.bucket.touched {
             let r = usize::from(r);
             let p = self.bucket.pivot(r);
-            if self.state[p] != Source::Missing || !self.bucket.solved(r) {
+            if self.state[p] != Source::Missing || !self.bucket.solved(r, &self.free) {
                 continue;
             }
             self.newly.push(p as u16);
