@@ -617,11 +617,10 @@ fn celerity_recovers_after_a_participant_leaves() {
     }
 }
 
-/// The balance (`conference.balance`, off by default) on peer dynamics:
+/// The balance (`conference.balance`, on by default) on peer dynamics:
 /// after D joins at 120 s every session is back to 90% of its new optimum
 /// (240 kbit/s) for ten seconds in a row within 45 s. Without it D's own
-/// session takes 166 s; with it 24–26 s at steps 0.03 and 0.06
-/// (docs/celerity.md, "The balance").
+/// session takes 166 s; with it 22–27 s (docs/celerity.md, "The balance").
 #[test]
 fn celerity_balance_brings_a_joining_member_up_sooner() {
     let dir = tempfile::tempdir().unwrap();
@@ -630,15 +629,15 @@ fn celerity_balance_brings_a_joining_member_up_sooner() {
         let recv = |t: usize| num(&series[t]["recv_kbps_min"]);
         (120..=165).find(|&t| (t..t + 10).all(|u| recv(u) >= 0.9 * 240.0))
     };
-    let on = scenario_json(
-        dir.path(),
-        "celerity/peer-dynamics.toml",
-        &["--set", "conference.balance=0.03"],
-    );
+    let on = scenario_json(dir.path(), "celerity/peer-dynamics.toml", &[]);
     for p in ["A", "B", "C", "D"] {
         assert!(back(&on, p).is_some(), "{p} with the balance");
     }
-    let off = scenario_json(dir.path(), "celerity/peer-dynamics.toml", &[]);
+    let off = scenario_json(
+        dir.path(),
+        "celerity/peer-dynamics.toml",
+        &["--set", "conference.balance=0"],
+    );
     assert!(back(&off, "D").is_none(), "D without the balance");
 }
 

@@ -99,19 +99,21 @@ pub struct CelerityParams {
     /// packets then arrive late while every link looks at equilibrium
     /// (docs/celerity.md, "The delay guard" among the decisions).
     pub late_gain: f64,
-    /// The balance's step κ_b; 0 (the default) turns it off. After rule
-    /// (10) a tail moves rate between sessions whose critical cuts cross
-    /// its incoming links where those links charge the same price (within
-    /// [`BALANCE_TOLERANCE`]), towards equal `U′`: each pair of such
-    /// link-session shares trades `κ_b·w·min(c_i, c_j)·(U′_i − U′_j)/Ū′`
-    /// per interval (at most 5% of the smaller rate; `w` falls from 1 at
-    /// equal prices to 0 at the tolerance). Links through one queue charge
-    /// one price, so the trade leaves the queue's load alone and speeds
-    /// only the split, which rule (10) alone settles with a time constant
-    /// of `T/κ·(R + δ)/R` ≈ 14 s. It also equalises `U′` between sessions
-    /// whose links only look alike, which costs the random underlays
-    /// about 2% of their optimum: docs/celerity.md, "The balance", has the
-    /// measurements and why it is not the default.
+    /// The balance's step κ_b (0 turns it off). During the quick-start
+    /// window (`quick_start` after the start and after every membership
+    /// change), after rule (10), a tail moves rate between sessions whose
+    /// critical cuts cross its incoming links where those links charge the
+    /// same price (within [`BALANCE_TOLERANCE`]), towards equal `U′`: each
+    /// pair of such link-session shares trades
+    /// `κ_b·w·min(c_i, c_j)·(U′_i − U′_j)/Ū′` per interval (at most 5% of
+    /// the smaller rate; `w` falls from 1 at equal prices to 0 at the
+    /// tolerance). Links through one queue charge one price, so the trade
+    /// leaves the queue's load alone and speeds only the split, which rule
+    /// (10) alone settles with a time constant of `T/κ·(R + δ)/R` ≈ 14 s.
+    /// Left on for good it also evens out sessions whose links only look
+    /// alike, which cost the random underlays 2% of their optimum; within
+    /// the window it costs nothing measurable there (docs/celerity.md,
+    /// "The balance").
     pub balance: f64,
 }
 
@@ -140,7 +142,7 @@ impl Default for CelerityParams {
             repair_ratio: 0.5,
             late_margin: Duration::from_millis(60),
             late_gain: 4.0,
-            balance: 0.0,
+            balance: 0.03,
         }
     }
 }
@@ -1090,7 +1092,11 @@ impl CelerityPeer {
                 self.update_rates(u, quick, interval);
             }
         }
-        self.balance();
+        // The balance acts while quick start may: after the start and
+        // after membership changes, where the split is far from settled.
+        if now < self.quick_until {
+            self.balance();
+        }
         for u in self.others() {
             let inc = &mut self.incoming[u];
             inc.received = 0;
