@@ -206,7 +206,7 @@ impl<E: Endpoint> Node<E> {
     /// first to learn the port), with protocol time starting at zero now.
     /// Must be called within a Tokio runtime.
     pub fn new(endpoint: E, socket: std::net::UdpSocket, book: AddrBook) -> io::Result<Node<E>> {
-        Node::with_origin(endpoint, socket, book, Duration::ZERO)
+        Node::with_origin(endpoint, socket, book, Duration::ZERO, Instant::now())
     }
 
     /// As [`Node::new`], with protocol time counted from `epoch` on the
@@ -218,17 +218,26 @@ impl<E: Endpoint> Node<E> {
         book: AddrBook,
         epoch: SystemTime,
     ) -> io::Result<Node<E>> {
+        // Both clocks are read together, before the socket is set up: the
+        // protocol clock is `origin` at `start`, and whatever time passed
+        // between the two readings (the socket's setup, a preemption on a
+        // loaded machine) would put this node's clock behind the others'.
+        // An emu run once measured one-way delays about a millisecond off
+        // its paths' (tests/emu.rs, one_way_links_and_cross_traffic).
+        let start = Instant::now();
         let origin = SystemTime::now()
             .duration_since(epoch)
             .unwrap_or(Duration::ZERO);
-        Node::with_origin(endpoint, socket, book, origin)
+        Node::with_origin(endpoint, socket, book, origin, start)
     }
 
+    /// `origin` is the protocol time at the instant `start`.
     fn with_origin(
         endpoint: E,
         socket: std::net::UdpSocket,
         book: AddrBook,
         origin: Duration,
+        start: Instant,
     ) -> io::Result<Node<E>> {
         socket.set_nonblocking(true)?;
         let state = quinn_udp::UdpSocketState::new((&socket).into())?;
@@ -238,7 +247,7 @@ impl<E: Endpoint> Node<E> {
             socket,
             state,
             book,
-            start: Instant::now(),
+            start,
             origin,
             counters: NetCounters::default(),
             gso: true,
