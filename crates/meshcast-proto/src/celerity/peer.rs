@@ -1025,7 +1025,8 @@ impl CelerityPeer {
         if step <= 0.0 {
             return;
         }
-        let mut shares = Vec::new();
+        // The shares, and beside them the link each one is on.
+        let (mut shares, mut links) = (Vec::new(), Vec::new());
         for u in self.others() {
             let inc = &self.incoming[u];
             if inc.down || inc.price <= 0.0 {
@@ -1041,21 +1042,18 @@ impl CelerityPeer {
                     && uprime > 0.0
                     && inc.price >= 0.3 * uprime
                 {
-                    shares.push((
-                        u,
-                        Share {
-                            session: m,
-                            price: inc.price,
-                            uprime,
-                            rate: inc.rates[m],
-                        },
-                    ));
+                    shares.push(Share {
+                        session: m,
+                        price: inc.price,
+                        uprime,
+                        rate: inc.rates[m],
+                    });
+                    links.push(u);
                 }
             }
         }
-        let list: Vec<Share> = shares.iter().map(|&(_, s)| s).collect();
-        let moves = balance_moves(&list, step);
-        for ((u, s), d) in shares.into_iter().zip(moves) {
+        let moves = balance_moves(&shares, step);
+        for ((s, u), d) in shares.iter().zip(links).zip(moves) {
             let r = &mut self.incoming[u].rates[s.session];
             *r = (*r + d).max(0.0);
         }
