@@ -92,6 +92,7 @@ pub(crate) struct RawConference {
     late_margin_ms: Option<Spanned<f64>>,
     late_gain: Option<Spanned<f64>>,
     balance: Option<Spanned<f64>>,
+    spare: Option<bool>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -241,6 +242,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.balance, "conference.balance")? {
         params.balance = v;
+    }
+    if let Some(v) = raw.spare {
+        params.spare = v;
     }
     Ok(Conference {
         protocol,

@@ -36,4 +36,5 @@ pub mod wire;
 
 pub use peer::{
     BALANCE_TOLERANCE, CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters,
+    SPARE_PRICE, SPARE_PROPAGATION,
 };

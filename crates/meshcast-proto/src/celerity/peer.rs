@@ -115,7 +115,29 @@ pub struct CelerityParams {
     /// the window it costs nothing measurable there (docs/celerity.md,
     /// "The balance").
     pub balance: f64,
+    /// Lending spare rate during quick start. Rule (10) raises a session's
+    /// rate on a link only while the session's critical cut crosses the
+    /// link, so the links it will need once the cut moves (at the start,
+    /// each office's LAN links for relaying; after a join, the LAN link to
+    /// the newcomer) sit at `initial_rate_kbps` until then, and meanwhile
+    /// the trees cross the bottleneck twice. With `spare`, within the
+    /// quick-start window, a calm link (price below [`SPARE_PRICE`] of the
+    /// session's `U′`) whose propagation is short (at most
+    /// [`SPARE_PROPAGATION`] of the delay bound) also raises every session
+    /// its cut does not cross, at the link's step, up to the session's own
+    /// rate `R = β/U′ − δ`; what it lends stays after the window. Long links
+    /// lend nothing: relaying over them spends delay budget that the
+    /// queues then overrun (docs/celerity.md, "Spare lending").
+    pub spare: bool,
 }
+
+/// See [`CelerityParams::spare`]: a link lends spare rate to a session only
+/// while its price is below this fraction of the session's `U′`.
+pub const SPARE_PRICE: f64 = 0.1;
+
+/// See [`CelerityParams::spare`]: a link lends spare rate only if its
+/// one-way propagation is at most this fraction of the delay bound.
+pub const SPARE_PROPAGATION: f64 = 0.1;
 
 /// See [`CelerityParams::balance`]: the relative difference of two links'
 /// prices at and beyond which the balance moves nothing between them.
@@ -143,6 +165,7 @@ impl Default for CelerityParams {
             late_margin: Duration::from_millis(60),
             late_gain: 4.0,
             balance: 0.03,
+            spare: true,
         }
     }
 }
@@ -905,12 +928,18 @@ impl CelerityPeer {
         // The delay guard's knee: the queue this link can hold before its
         // packets, with the link's propagation (half the reverse link's
         // minimum RTT) and the margin, would pass the delay bound.
-        let knee = {
+        let prop = self.outgoing[u]
+            .one_way_delay()
+            .map_or(0.0, |d| d.as_secs_f64());
+        let (knee, lends) = {
             let p = &self.cfg.params;
-            let prop = self.outgoing[u]
-                .one_way_delay()
-                .map_or(0.0, |d| d.as_secs_f64());
-            (p.delay_bound.as_secs_f64() - prop - p.late_margin.as_secs_f64()).max(0.0)
+            let bound = p.delay_bound.as_secs_f64();
+            (
+                (bound - prop - p.late_margin.as_secs_f64()).max(0.0),
+                // Spare lending (see `CelerityParams::spare`): within the
+                // quick-start window, on a short link.
+                p.spare && quick > 1.0 && prop <= SPARE_PROPAGATION * bound,
+            )
         };
         let late_gain = self.cfg.params.late_gain;
         let inc = &mut self.incoming[u];
@@ -994,7 +1023,16 @@ impl CelerityPeer {
             // κ works at kbit/s and Mbit/s.
             let c = inc.rates[m];
             let scale = c.max(c0);
-            let rel = if uprime > 0.0 {
+            // Spare lending: a calm, short link raises a session whose cut
+            // does not cross it as far as the session's own rate.
+            let lend = lends
+                && gain <= 0.0
+                && uprime > 0.0
+                && price < SPARE_PRICE * uprime
+                && c < beta / uprime - delta;
+            let rel = if lend {
+                1.0
+            } else if uprime > 0.0 {
                 (gain - price) / uprime
             } else if price > 0.0 {
                 -1.0
