@@ -918,8 +918,9 @@ impl CelerityPeer {
     }
 
     /// Rule (10) for every session on the live link `u → me`, from what
-    /// the last interval measured.
-    fn update_rates(&mut self, u: usize, quick: f64, interval: f64) {
+    /// the last interval measured; `quick` is the quick-start step
+    /// multiplier now, `window` whether the quick-start window is open.
+    fn update_rates(&mut self, u: usize, quick: f64, window: bool, interval: f64) {
         let (beta, c0, delta) = {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
@@ -938,7 +939,7 @@ impl CelerityPeer {
                 (bound - prop - p.late_margin.as_secs_f64()).max(0.0),
                 // Spare lending (see `CelerityParams::spare`): within the
                 // quick-start window, on a short link.
-                p.spare && quick > 1.0 && prop <= SPARE_PROPAGATION * bound,
+                p.spare && window && prop <= SPARE_PROPAGATION * bound,
             )
         };
         let late_gain = self.cfg.params.late_gain;
@@ -1101,6 +1102,7 @@ impl CelerityPeer {
     fn control_tick(&mut self, now: Time) {
         let c0 = self.cfg.params.initial_rate_kbps;
         let quick = self.quick(now);
+        let window = now < self.quick_until;
         let interval = self.cfg.params.control_interval.as_secs_f64();
         let mut links_changed = false;
         for u in self.others() {
@@ -1125,12 +1127,12 @@ impl CelerityPeer {
                     inc.down = false;
                     inc.rates = [c0.max(0.0); MAX_PARTICIPANTS];
                 }
-                self.update_rates(u, quick, interval);
+                self.update_rates(u, quick, window, interval);
             }
         }
         // The balance acts while quick start may: after the start and
         // after membership changes, where the split is far from settled.
-        if now < self.quick_until {
+        if window {
             self.balance();
         }
         for u in self.others() {
