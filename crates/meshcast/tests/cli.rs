@@ -607,16 +607,35 @@ fn celerity_recovers_after_a_participant_leaves() {
     let dir = tempfile::tempdir().unwrap();
     let s = scenario_json(dir.path(), "celerity/peer-dynamics.toml", &[]);
     for (p, opt) in [("A", 240.0), ("B", 240.0), ("C", 480.0)] {
-        let f = flow(&s, p);
-        let series = f["series"].as_array().unwrap();
-        let recv = |t: usize| num(&series[t]["recv_kbps_min"]);
-        let back = (300..=315).find(|&t| (t..t + 10).all(|u| recv(u) >= 0.9 * opt));
         assert!(
-            back.is_some(),
+            back_within(&s, p, 300..=315, 0.9 * opt).is_some(),
             "{p}: {:?}",
-            (300..330).map(recv).collect::<Vec<_>>()
+            recv_series(&s, p)[300..330].to_vec()
         );
     }
+}
+
+/// Session `p`'s lowest-receiver goodput, one entry per second.
+fn recv_series(s: &Value, p: &str) -> Vec<f64> {
+    flow(s, p)["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| num(&x["recv_kbps_min"]))
+        .collect()
+}
+
+/// The first second in `from` that begins ten seconds in a row at which
+/// session `p`'s lowest receiver gets at least `level` kbit/s.
+fn back_within(
+    s: &Value,
+    p: &str,
+    from: std::ops::RangeInclusive<usize>,
+    level: f64,
+) -> Option<usize> {
+    let recv = recv_series(s, p);
+    from.into_iter()
+        .find(|&t| recv[t..t + 10].iter().all(|&r| r >= level))
 }
 
 /// The two quick-start mechanisms on peer dynamics, the balance
@@ -630,11 +649,7 @@ fn celerity_recovers_after_a_participant_leaves() {
 #[test]
 fn celerity_quick_start_brings_a_joining_member_up_sooner() {
     let dir = tempfile::tempdir().unwrap();
-    let back = |s: &Value, p: &str| -> Option<usize> {
-        let series = flow(s, p)["series"].as_array().unwrap().clone();
-        let recv = |t: usize| num(&series[t]["recv_kbps_min"]);
-        (120..=165).find(|&t| (t..t + 10).all(|u| recv(u) >= 0.9 * 240.0))
-    };
+    let back = |s: &Value, p: &str| back_within(s, p, 120..=165, 0.9 * 240.0);
     let run = |sets: &[&str]| {
         let mut args = Vec::new();
         for set in sets {
@@ -669,9 +684,9 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
         ["A", "B", "C", "D"]
             .iter()
             .map(|p| {
-                let series = flow(s, p)["series"].as_array().unwrap().clone();
-                (0..series.len())
-                    .find(|&t| num(&series[t]["recv_kbps_min"]) >= 0.95 * 240.0)
+                recv_series(s, p)
+                    .iter()
+                    .position(|&r| r >= 0.95 * 240.0)
                     .unwrap_or(usize::MAX)
             })
             .max()

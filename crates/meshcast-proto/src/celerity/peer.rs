@@ -737,14 +737,6 @@ impl CelerityPeer {
         self.flush(now, true);
     }
 
-    fn quick(&self, now: Time) -> f64 {
-        if now < self.quick_until {
-            self.cfg.params.quick_start_gain
-        } else {
-            1.0
-        }
-    }
-
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
         for inc in &mut self.incoming {
@@ -1024,13 +1016,12 @@ impl CelerityPeer {
             // κ works at kbit/s and Mbit/s.
             let c = inc.rates[m];
             let scale = c.max(c0);
+            // The session's own rate R = β/U′ − δ, once it has a U′.
+            let own = (uprime > 0.0).then(|| beta / uprime - delta);
             // Spare lending: a calm, short link raises a session whose cut
             // does not cross it as far as the session's own rate.
-            let lend = lends
-                && gain <= 0.0
-                && uprime > 0.0
-                && price < SPARE_PRICE * uprime
-                && c < beta / uprime - delta;
+            let lend =
+                lends && gain <= 0.0 && price < SPARE_PRICE * uprime && own.is_some_and(|r| c < r);
             let rel = if lend {
                 1.0
             } else if uprime > 0.0 {
@@ -1050,7 +1041,7 @@ impl CelerityPeer {
             // not use, RFC 7661): otherwise the link of a session that is
             // held back elsewhere, or whose cut news is late, grows
             // without bound and later has to fall all the way back.
-            if step > 0.0 && uprime > 0.0 && c > 2.0 * (beta / uprime - delta) + c0 {
+            if step > 0.0 && own.is_some_and(|r| c > 2.0 * r + c0) {
                 step = 0.0;
             }
             inc.rates[m] = (c + step).max(0.0);
@@ -1101,8 +1092,14 @@ impl CelerityPeer {
     /// Algorithm 1: update the rates of every link into this peer.
     fn control_tick(&mut self, now: Time) {
         let c0 = self.cfg.params.initial_rate_kbps;
-        let quick = self.quick(now);
+        // The quick-start window: quick start's step multiplier, the
+        // balance and spare lending act only within it.
         let window = now < self.quick_until;
+        let quick = if window {
+            self.cfg.params.quick_start_gain
+        } else {
+            1.0
+        };
         let interval = self.cfg.params.control_interval.as_secs_f64();
         let mut links_changed = false;
         for u in self.others() {
