@@ -93,6 +93,7 @@ pub(crate) struct RawConference {
     late_gain: Option<Spanned<f64>>,
     balance: Option<Spanned<f64>>,
     spare: Option<bool>,
+    resume: Option<Spanned<f64>>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -245,6 +246,14 @@ pub(crate) fn check(
     }
     if let Some(v) = raw.spare {
         params.spare = v;
+    }
+    if let Some(v) = checked(
+        &raw.resume,
+        "conference.resume",
+        &|v| (0.0..=1.0).contains(&v),
+        "must be a number in 0..=1",
+    )? {
+        params.resume = v;
     }
     Ok(Conference {
         protocol,

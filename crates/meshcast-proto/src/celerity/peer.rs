@@ -129,10 +129,31 @@ pub struct CelerityParams {
     /// lend nothing: relaying over them spends delay budget that the
     /// queues then overrun (docs/celerity.md, "Spare lending").
     pub spare: bool,
+    /// Resuming quick start, as a fraction of where it ended (0 turns it
+    /// off). Quick start ends on a link at its first congestion, and after
+    /// a join that congestion is usually an overrun: the trees to the
+    /// newcomer cross a bottleneck twice until the links that relay
+    /// beyond it have grown, the overrun's price cuts every session on
+    /// the link by 30% an interval for a second or two, and from there
+    /// rule (10)'s own step climbs back at about 7% a second (the
+    /// dumbbell's A and B took 18 s from 56 to 216 kbit/s with the
+    /// bottleneck idle). With `resume`, within a quick-start window that
+    /// opens after the start's (a join, a leave, a link going down or
+    /// coming back), a link whose quick start has ended raises a session
+    /// at quick start's step again while its price is calm (below
+    /// [`SPARE_PRICE`] of the session's `U′`) and the session's rate on it
+    /// is below `resume` times the rate it had when quick start ended
+    /// there: a rate the link carried moments before, which the overrun's
+    /// cut went far below. At the start the fast climb gained nothing and
+    /// moved the dumbbell's windows (docs/celerity.md, "Resuming quick
+    /// start").
+    pub resume: f64,
 }
 
 /// See [`CelerityParams::spare`]: a link lends spare rate to a session only
-/// while its price is below this fraction of the session's `U′`.
+/// while its price is below this fraction of the session's `U′`. The same
+/// bound says when a link is calm enough for quick start to resume
+/// ([`CelerityParams::resume`]).
 pub const SPARE_PRICE: f64 = 0.1;
 
 /// See [`CelerityParams::spare`]: a link lends spare rate only if its
@@ -166,6 +187,7 @@ impl Default for CelerityParams {
             late_gain: 4.0,
             balance: 0.03,
             spare: true,
+            resume: 0.6,
         }
     }
 }
@@ -343,6 +365,10 @@ struct Incoming {
     qslow: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
+    /// Each session's rate when quick start last ended on this link (0
+    /// until it has since the last membership change): where
+    /// [`CelerityParams::resume`] aims.
+    ramp_end: [f64; MAX_PARTICIPANTS],
     /// The link's price scale (see [`CelerityParams::queue_ceiling`]).
     price_scale: f64,
     /// The link is down: nothing arrived on it for the liveness period.
@@ -524,6 +550,9 @@ pub struct CelerityPeer {
     tx: VecDeque<Transmit>,
     events: VecDeque<Event>,
     quick_until: Time,
+    /// The end of the quick-start window that opened at the start
+    /// ([`CelerityParams::resume`] acts only in later ones).
+    start_window_end: Time,
     started: bool,
     closed: bool,
     counters: PeerCounters,
@@ -595,6 +624,9 @@ impl CelerityPeer {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
             }
         }
+        if !(0.0..=1.0).contains(&p.resume) {
+            return Err(ConfigError::Param("resume must be in 0..=1".into()));
+        }
         if p.late_margin >= p.delay_bound {
             return Err(ConfigError::Param(
                 "late_margin must be below the delay bound".into(),
@@ -612,6 +644,7 @@ impl CelerityPeer {
             qtrend: 0.0,
             qslow: 0.0,
             ramping: true,
+            ramp_end: [0.0; MAX_PARTICIPANTS],
             price_scale: 1.0,
             down: false,
             loss: 0.0,
@@ -672,6 +705,7 @@ impl CelerityPeer {
             tx: VecDeque::new(),
             events: VecDeque::new(),
             quick_until: Time::ZERO,
+            start_window_end: Time::ZERO,
             started: false,
             closed: false,
             counters: PeerCounters::default(),
@@ -726,6 +760,7 @@ impl CelerityPeer {
         }
         self.started = true;
         self.quick_until = now + self.cfg.params.quick_start;
+        self.start_window_end = self.quick_until;
         self.set(Timer::Control, Some(now + self.cfg.params.control_interval));
         self.set(Timer::Report, Some(now + self.cfg.params.report_interval));
         self.set(Timer::Liveness, Some(now + Duration::from_millis(500)));
@@ -741,6 +776,7 @@ impl CelerityPeer {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
         for inc in &mut self.incoming {
             inc.ramping = true;
+            inc.ramp_end = [0.0; MAX_PARTICIPANTS];
         }
         self.pack(now);
     }
@@ -911,8 +947,10 @@ impl CelerityPeer {
 
     /// Rule (10) for every session on the live link `u → me`, from what
     /// the last interval measured; `quick` is the quick-start step
-    /// multiplier now, `window` whether the quick-start window is open.
-    fn update_rates(&mut self, u: usize, quick: f64, window: bool, interval: f64) {
+    /// multiplier now, `window` whether the quick-start window is open,
+    /// `resumes` whether quick start may resume on the link (see
+    /// [`CelerityParams::resume`]).
+    fn update_rates(&mut self, u: usize, quick: f64, window: bool, resumes: bool, interval: f64) {
         let (beta, c0, delta) = {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
@@ -935,10 +973,12 @@ impl CelerityPeer {
             )
         };
         let late_gain = self.cfg.params.late_gain;
+        let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
         let inc = &mut self.incoming[u];
-        // Quick start ends on a link once it shows congestion.
-        let q = if inc.ramping { quick } else { 1.0 };
-        let kappa = self.cfg.params.step * q;
+        // Quick start ends on a link once it shows congestion (for every
+        // session on it, from the next interval on).
+        let ramping = inc.ramping;
+        let (rates_before, ramp_end) = (inc.rates, inc.ramp_end);
         let total = inc.received + inc.lost;
         let (raw, loss) = if total > 0 {
             let lost = f64::from(inc.lost);
@@ -1031,9 +1071,21 @@ impl CelerityPeer {
             } else {
                 0.0
             };
-            if gain > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * uprime {
+            if gain > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * uprime && inc.ramping {
                 inc.ramping = false;
+                inc.ramp_end = rates_before;
             }
+            // Resuming (see `CelerityParams::resume`): a calm link takes a
+            // session back up at quick start's pace towards where quick
+            // start ended on it.
+            let q = if ramping
+                || (resumes && price < SPARE_PRICE * uprime && c < resume * ramp_end[m])
+            {
+                quick
+            } else {
+                1.0
+            };
+            let kappa = step_size * q;
             let mut step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
             // No tree uses a link twice, so a session never needs more on
             // a link than its own rate R = β/U′ − δ. A rate far above it
@@ -1093,8 +1145,10 @@ impl CelerityPeer {
     fn control_tick(&mut self, now: Time) {
         let c0 = self.cfg.params.initial_rate_kbps;
         // The quick-start window: quick start's step multiplier, the
-        // balance and spare lending act only within it.
+        // balance, spare lending and resuming act only within it, resuming
+        // only in windows opened after the start's.
         let window = now < self.quick_until;
+        let resumes = window && now >= self.start_window_end && self.cfg.params.resume > 0.0;
         let quick = if window {
             self.cfg.params.quick_start_gain
         } else {
@@ -1114,6 +1168,7 @@ impl CelerityPeer {
                     inc.down = true;
                     inc.next_seq = None;
                     inc.ramping = true;
+                    inc.ramp_end = [0.0; MAX_PARTICIPANTS];
                     inc.qtrend = 0.0;
                     inc.qdelay = 0.0;
                     inc.qslow = 0.0;
@@ -1124,7 +1179,7 @@ impl CelerityPeer {
                     inc.down = false;
                     inc.rates = [c0.max(0.0); MAX_PARTICIPANTS];
                 }
-                self.update_rates(u, quick, window, interval);
+                self.update_rates(u, quick, window, resumes, interval);
             }
         }
         // The balance acts while quick start may: after the start and

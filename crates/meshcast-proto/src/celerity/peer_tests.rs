@@ -32,6 +32,11 @@ fn bad_configs_are_refused() {
         c.params.balance = balance;
         assert!(CelerityPeer::new(c).is_err(), "{balance}");
     }
+    for resume in [-0.1, 1.5, f64::NAN] {
+        let mut c = cfg(3, 0);
+        c.params.resume = resume;
+        assert!(CelerityPeer::new(c).is_err(), "{resume}");
+    }
     let mut c = cfg(3, 0);
     c.params.queue_ceiling = Some(Duration::from_millis(100));
     c.params.balance = 0.03;
@@ -91,6 +96,51 @@ fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
     );
     assert!(three.iter().sum::<f64>().abs() < 1e-9, "{three:?}");
     assert!(three[0] > 0.0 && three[1] < 0.0, "{three:?}");
+}
+
+/// Resuming quick start (`CelerityParams::resume`): on a calm link whose
+/// quick start has ended, a session below `resume` of the rate it had then
+/// grows at quick start's step where resuming is allowed, at rule (10)'s
+/// own step where it is not, above that fraction, or once the link queues.
+#[test]
+fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
+    let mut c = cfg(3, 0);
+    c.params.spare = false;
+    c.params.balance = 0.0;
+    let (step, quick) = (c.params.step, c.params.quick_start_gain);
+    // The rate of session 2 on link 1 → 0 after one control interval.
+    let grow = |rate: f64, resumes: bool, queue: f64| {
+        let mut peer = CelerityPeer::new(c.clone()).unwrap();
+        peer.present = vec![true; 3];
+        peer.sessions[2] = SessionInfo {
+            known: true,
+            uprime: 0.1,
+            // The session's cut crosses 1 → 0: 1 relays, 0 receives
+            // beyond the cut.
+            relay_side: 0b111,
+            recv_side: 0b110,
+            ..SessionInfo::default()
+        };
+        let inc = &mut peer.incoming[1];
+        inc.ramping = false;
+        inc.ramp_end[2] = 200.0;
+        inc.rates[2] = rate;
+        inc.received = 10;
+        inc.qsum = queue * 10.0;
+        inc.qn = 10;
+        peer.update_rates(1, quick, true, resumes, 0.2);
+        peer.incoming[1].rates[2]
+    };
+    let fast = grow(50.0, true, 0.0) - 50.0;
+    assert!((fast - step * quick * 50.0).abs() < 1e-9, "{fast}");
+    let slow = grow(50.0, false, 0.0) - 50.0;
+    assert!((slow - step * 50.0).abs() < 1e-9, "{slow}");
+    // At 0.6 of where quick start ended, rule (10)'s own step.
+    let near = grow(120.0, true, 0.0) - 120.0;
+    assert!((near - step * 120.0).abs() < 1e-9, "{near}");
+    // A queue of a tenth of U′ is no longer calm.
+    let queued = grow(50.0, true, 0.01) - 50.0;
+    assert!(queued < step * 50.0, "{queued}");
 }
 
 #[test]
