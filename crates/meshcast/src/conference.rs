@@ -183,6 +183,14 @@ pub(crate) fn check(
     let non_negative = |v: &Option<Spanned<f64>>, field: &str| {
         checked(v, field, &|v| v >= 0.0, "must be a number >= 0")
     };
+    let fraction = |v: &Option<Spanned<f64>>, field: &str| {
+        checked(
+            v,
+            field,
+            &|v| (0.0..=1.0).contains(&v),
+            "must be a number in 0..=1",
+        )
+    };
     if let Some(d) = positive(&raw.delay_bound_ms, "conference.delay_bound_ms")? {
         params.delay_bound = Duration::from_secs_f64(d / 1e3);
     }
@@ -222,12 +230,7 @@ pub(crate) fn check(
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;
     }
-    if let Some(v) = checked(
-        &raw.repair_ratio,
-        "conference.repair_ratio",
-        &|v| (0.0..=1.0).contains(&v),
-        "must be a number in 0..=1",
-    )? {
+    if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;
     }
     if let Some(v) = checked(
@@ -247,12 +250,7 @@ pub(crate) fn check(
     if let Some(v) = raw.spare {
         params.spare = v;
     }
-    if let Some(v) = checked(
-        &raw.resume,
-        "conference.resume",
-        &|v| (0.0..=1.0).contains(&v),
-        "must be a number in 0..=1",
-    )? {
+    if let Some(v) = fraction(&raw.resume, "conference.resume")? {
         params.resume = v;
     }
     Ok(Conference {
