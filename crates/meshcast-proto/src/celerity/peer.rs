@@ -616,16 +616,15 @@ impl CelerityPeer {
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
             return Err(ConfigError::Param("intervals must be positive".into()));
         }
-        if !(0.0..=1.0).contains(&p.repair_ratio) {
-            return Err(ConfigError::Param("repair_ratio must be in 0..=1".into()));
+        for (name, v) in [("repair_ratio", p.repair_ratio), ("resume", p.resume)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(ConfigError::Param(format!("{name} must be in 0..=1")));
+            }
         }
         for (name, v) in [("late_gain", p.late_gain), ("balance", p.balance)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
             }
-        }
-        if !(0.0..=1.0).contains(&p.resume) {
-            return Err(ConfigError::Param("resume must be in 0..=1".into()));
         }
         if p.late_margin >= p.delay_bound {
             return Err(ConfigError::Param(
@@ -1058,10 +1057,12 @@ impl CelerityPeer {
             let scale = c.max(c0);
             // The session's own rate R = β/U′ − δ, once it has a U′.
             let own = (uprime > 0.0).then(|| beta / uprime - delta);
+            // Calm for this session: spare lending and resuming act only
+            // below this price.
+            let calm = price < SPARE_PRICE * uprime;
             // Spare lending: a calm, short link raises a session whose cut
             // does not cross it as far as the session's own rate.
-            let lend =
-                lends && gain <= 0.0 && price < SPARE_PRICE * uprime && own.is_some_and(|r| c < r);
+            let lend = lends && gain <= 0.0 && calm && own.is_some_and(|r| c < r);
             let rel = if lend {
                 1.0
             } else if uprime > 0.0 {
@@ -1078,9 +1079,7 @@ impl CelerityPeer {
             // Resuming (see `CelerityParams::resume`): a calm link takes a
             // session back up at quick start's pace towards where quick
             // start ended on it.
-            let q = if ramping
-                || (resumes && price < SPARE_PRICE * uprime && c < resume * ramp_end[m])
-            {
+            let q = if ramping || (resumes && calm && c < resume * ramp_end[m]) {
                 quick
             } else {
                 1.0
