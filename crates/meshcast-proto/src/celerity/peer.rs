@@ -88,8 +88,9 @@ pub struct CelerityParams {
     pub repair_ratio: f64,
     /// The delay guard's margin: a link's price rises steeply once its
     /// queue, averaged over about a second, passes the delay bound less
-    /// the link's propagation delay less this margin (room for the queue's
-    /// swings and the rest of the path). See [`CelerityParams::late_gain`].
+    /// the link's fixed delay (propagation plus a data packet's
+    /// serialisation) less this margin (room for the queue's swings and the
+    /// rest of the path). See [`CelerityParams::late_gain`].
     pub late_margin: Duration,
     /// The delay guard's slope: each second of averaged queue past the
     /// knee adds this many seconds to the link's price (on top of the
@@ -122,7 +123,8 @@ pub struct CelerityParams {
     /// the newcomer) sit at `initial_rate_kbps` until then, and meanwhile
     /// the trees cross the bottleneck twice. With `spare`, within the
     /// quick-start window, a calm link (price below [`SPARE_PRICE`] of the
-    /// session's `U′`) whose propagation is short (at most
+    /// session's `U′`) whose fixed delay (propagation plus a data packet's
+    /// serialisation) is short (at most
     /// [`SPARE_PROPAGATION`] of the delay bound) also raises every session
     /// its cut does not cross, at the link's step, up to the session's own
     /// rate `R = β/U′ − δ`; what it lends stays after the window. Long links
@@ -157,7 +159,8 @@ pub struct CelerityParams {
 pub const SPARE_PRICE: f64 = 0.1;
 
 /// See [`CelerityParams::spare`]: a link lends spare rate only if its
-/// one-way propagation is at most this fraction of the delay bound.
+/// fixed one-way delay (propagation plus a data packet's serialisation) is
+/// at most this fraction of the delay bound.
 pub const SPARE_PROPAGATION: f64 = 0.1;
 
 /// See [`CelerityParams::balance`]: the relative difference of two links'
@@ -183,7 +186,7 @@ impl Default for CelerityParams {
             initial_rate_kbps: 20.0,
             liveness: Duration::from_secs(3),
             repair_ratio: 0.5,
-            late_margin: Duration::from_millis(60),
+            late_margin: Duration::from_millis(40),
             late_gain: 4.0,
             balance: 0.03,
             spare: true,
@@ -410,6 +413,23 @@ struct Outgoing {
     pending_deadline: Option<Time>,
     /// The link's loss rate as the tail last reported it.
     loss: f64,
+}
+
+impl Incoming {
+    /// How much longer a data packet takes over this link than a control
+    /// packet when no queue holds either: the difference of the two size
+    /// classes' base delays (the clock offset cancels), which is the
+    /// serialisation of the data packet's extra bytes on every hop of the
+    /// path (39 ms over two 600 kbit/s core links, 23 ms across the
+    /// dumbbell's 480 kbit/s). 0 until both classes have been seen. If data
+    /// first crossed the link behind a standing queue, its base and so this
+    /// are too high, which only lowers the delay guard's knee.
+    fn serialisation(&self) -> f64 {
+        match (self.base[0].base(), self.base[1].base()) {
+            (Some(small), Some(full)) => (full - small).max(0.0),
+            _ => 0.0,
+        }
+    }
 }
 
 impl Outgoing {
@@ -956,18 +976,22 @@ impl CelerityPeer {
         };
         let damping = self.cfg.params.damping.as_secs_f64();
         // The delay guard's knee: the queue this link can hold before its
-        // packets, with the link's propagation (half the reverse link's
-        // minimum RTT) and the margin, would pass the delay bound.
+        // data packets, with the link's fixed delay and the margin, would
+        // pass the delay bound. The fixed delay is the propagation (half
+        // the reverse link's minimum RTT, measured with control packets)
+        // plus a data packet's extra serialisation on the path.
         let prop = self.outgoing[u]
             .one_way_delay()
-            .map_or(0.0, |d| d.as_secs_f64());
+            .map_or(0.0, |d| d.as_secs_f64())
+            + self.incoming[u].serialisation();
         let (knee, lends) = {
             let p = &self.cfg.params;
             let bound = p.delay_bound.as_secs_f64();
             (
                 (bound - prop - p.late_margin.as_secs_f64()).max(0.0),
                 // Spare lending (see `CelerityParams::spare`): within the
-                // quick-start window, on a short link.
+                // quick-start window, on a short link (a data packet's
+                // serialisation counts: it spends delay budget too).
                 p.spare && window && prop <= SPARE_PROPAGATION * bound,
             )
         };

@@ -143,6 +143,41 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
     assert!(queued < step * 50.0, "{queued}");
 }
 
+/// The delay guard's knee counts a data packet's serialisation on the
+/// path, the difference of the two size classes' base delays: with data
+/// packets 40 ms slower than control packets when no queue holds them, a
+/// second of 140 ms queue is 20 ms past the knee (200 − 40 − 40 ms), where
+/// with equal bases it is 20 ms short of it (200 − 40).
+#[test]
+fn the_delay_guard_counts_the_serialisation_of_data_packets() {
+    let c = cfg(3, 0);
+    assert_eq!(c.params.late_margin, Duration::from_millis(40));
+    let gain = c.params.late_gain;
+    let price = |full_base: f64| {
+        let mut peer = CelerityPeer::new(c.clone()).unwrap();
+        peer.present = vec![true; 3];
+        let inc = &mut peer.incoming[1];
+        inc.base[0].sample(Time::ZERO, 0.050);
+        inc.base[1].sample(Time::ZERO, full_base);
+        // A steady 140 ms of queue: no trend, and the second's average
+        // already there.
+        inc.qdelay = 0.14;
+        inc.qslow = 0.14;
+        inc.qsum = 0.14 * 10.0;
+        inc.qn = 10;
+        inc.received = 10;
+        peer.update_rates(1, 1.0, false, false, 0.2);
+        peer.incoming[1].price
+    };
+    let serialised = price(0.090);
+    assert!(
+        (serialised - (0.14 + gain * 0.02)).abs() < 1e-9,
+        "{serialised}"
+    );
+    let bare = price(0.050);
+    assert!((bare - 0.14).abs() < 1e-9, "{bare}");
+}
+
 #[test]
 fn duplicate_window() {
     let mut s = SessionInfo::default();
