@@ -980,7 +980,7 @@ impl CelerityPeer {
         // pass the delay bound. The fixed delay is the propagation (half
         // the reverse link's minimum RTT, measured with control packets)
         // plus a data packet's extra serialisation on the path.
-        let prop = self.outgoing[u]
+        let fixed = self.outgoing[u]
             .one_way_delay()
             .map_or(0.0, |d| d.as_secs_f64())
             + self.incoming[u].serialisation();
@@ -988,11 +988,11 @@ impl CelerityPeer {
             let p = &self.cfg.params;
             let bound = p.delay_bound.as_secs_f64();
             (
-                (bound - prop - p.late_margin.as_secs_f64()).max(0.0),
+                (bound - fixed - p.late_margin.as_secs_f64()).max(0.0),
                 // Spare lending (see `CelerityParams::spare`): within the
                 // quick-start window, on a short link (a data packet's
                 // serialisation counts: it spends delay budget too).
-                p.spare && window && prop <= SPARE_PROPAGATION * bound,
+                p.spare && window && fixed <= SPARE_PROPAGATION * bound,
             )
         };
         let late_gain = self.cfg.params.late_gain;
