@@ -90,6 +90,7 @@ pub(crate) struct RawConference {
     pace_to_heads: Option<bool>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
+    age_margin_ms: Option<Spanned<f64>>,
     late_gain: Option<Spanned<f64>>,
     balance: Option<Spanned<f64>>,
     spare: Option<bool>,
@@ -233,13 +234,26 @@ pub(crate) fn check(
     if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;
     }
-    if let Some(v) = checked(
-        &raw.late_margin_ms,
-        "conference.late_margin_ms",
-        &|v| v >= 0.0 && v < bound,
-        "must be a number >= 0 and below delay_bound_ms",
-    )? {
-        params.late_margin = Duration::from_secs_f64(v / 1e3);
+    for (raw, key, margin) in [
+        (
+            &raw.late_margin_ms,
+            "conference.late_margin_ms",
+            &mut params.late_margin,
+        ),
+        (
+            &raw.age_margin_ms,
+            "conference.age_margin_ms",
+            &mut params.age_margin,
+        ),
+    ] {
+        if let Some(v) = checked(
+            raw,
+            key,
+            &|v| v >= 0.0 && v < bound,
+            "must be a number >= 0 and below delay_bound_ms",
+        )? {
+            *margin = Duration::from_secs_f64(v / 1e3);
+        }
     }
     if let Some(v) = non_negative(&raw.late_gain, "conference.late_gain")? {
         params.late_gain = v;

@@ -100,6 +100,17 @@ pub struct CelerityParams {
     /// packets then arrive late while every link looks at equilibrium
     /// (docs/celerity.md, "The delay guard" among the decisions).
     pub late_gain: f64,
+    /// The age guard's margin. A link's price also gains `late_gain` per
+    /// second by which the mean age of the data packets arriving over it
+    /// (the time since their source sent them: the age that drops a packet
+    /// as late), averaged over about a second, passes the delay bound less
+    /// this margin. The per-link guard (`late_margin`) sees only its own
+    /// link's queue, so a tree whose two hops each stay under their knees
+    /// still arrives late; the age counts every hop before this one
+    /// (docs/celerity.md, "The age guard"). It relies on the members'
+    /// clocks agreeing as well as the late drop itself does; the per-link
+    /// guard, which needs no clock, stays as the backstop.
+    pub age_margin: Duration,
     /// The balance's step κ_b (0 turns it off). During the quick-start
     /// window (`quick_start` after the start and after every membership
     /// change), after rule (10), a tail moves rate between sessions whose
@@ -188,6 +199,7 @@ impl Default for CelerityParams {
             repair_ratio: 0.5,
             late_margin: Duration::from_millis(40),
             late_gain: 4.0,
+            age_margin: Duration::from_millis(80),
             balance: 0.03,
             spare: true,
             resume: 0.6,
@@ -366,6 +378,12 @@ struct Incoming {
     /// The queuing delay averaged over about a second (the delay guard's
     /// input, see [`CelerityParams::late_gain`]).
     qslow: f64,
+    /// The ages of this interval's data packets, summed, and their count
+    /// (see [`CelerityParams::age_margin`]).
+    age_sum: f64,
+    age_n: u32,
+    /// Their mean age averaged over about a second, seconds.
+    age_slow: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
     /// Each session's rate when quick start last ended on this link (0
@@ -597,6 +615,17 @@ fn micros(t: Time) -> u32 {
     (t.as_nanos() / 1_000) as u32
 }
 
+/// How old a data packet sent at `origin_ts_us` (the source's clock) is at
+/// `now`. Over real networks the clocks are synchronised only so well
+/// (meshcast-net): a packet that seems to come from a little in the future
+/// came from a source whose clock runs ahead, and its age counts as zero,
+/// not as the 71 minutes the wrapping difference says (which dropped whole
+/// sessions as late on loopback, 10-34 µs apart).
+fn age_since(now: Time, origin_ts_us: u32) -> Duration {
+    let us = (micros(now).wrapping_sub(origin_ts_us) as i32).max(0);
+    Duration::from_micros(us as u64)
+}
+
 impl CelerityPeer {
     /// A peer; it starts (greets the others, arms its timers) on the first
     /// call it gets.
@@ -646,10 +675,12 @@ impl CelerityPeer {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
             }
         }
-        if p.late_margin >= p.delay_bound {
-            return Err(ConfigError::Param(
-                "late_margin must be below the delay bound".into(),
-            ));
+        for (name, margin) in [("late_margin", p.late_margin), ("age_margin", p.age_margin)] {
+            if margin >= p.delay_bound {
+                return Err(ConfigError::Param(format!(
+                    "{name} must be below the delay bound"
+                )));
+            }
         }
         let c0 = p.initial_rate_kbps.max(0.0);
         let incoming = Incoming {
@@ -662,6 +693,9 @@ impl CelerityPeer {
             qdelay: 0.0,
             qtrend: 0.0,
             qslow: 0.0,
+            age_sum: 0.0,
+            age_n: 0,
+            age_slow: 0.0,
             ramping: true,
             ramp_end: [0.0; MAX_PARTICIPANTS],
             price_scale: 1.0,
@@ -996,6 +1030,8 @@ impl CelerityPeer {
             )
         };
         let late_gain = self.cfg.params.late_gain;
+        let age_knee =
+            self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
@@ -1031,7 +1067,12 @@ impl CelerityPeer {
         // past its knee for single intervals, and charging those moved its
         // windows; a standing queue that makes packets late stays there.
         inc.qslow += 0.2 * (inc.qdelay - inc.qslow);
-        let guard = late_gain * (inc.qslow - knee).max(0.0);
+        // The age guard (see `CelerityParams::age_margin`), on the same
+        // one-second average.
+        if inc.age_n > 0 {
+            inc.age_slow += 0.2 * (inc.age_sum / f64::from(inc.age_n) - inc.age_slow);
+        }
+        let guard = late_gain * (inc.qslow - knee).max(inc.age_slow - age_knee).max(0.0);
         let delay_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0) + guard;
         let mut terms = [(0.0, 0.0); MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
@@ -1195,6 +1236,7 @@ impl CelerityPeer {
                     inc.qtrend = 0.0;
                     inc.qdelay = 0.0;
                     inc.qslow = 0.0;
+                    inc.age_slow = 0.0;
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
             } else {
@@ -1217,6 +1259,8 @@ impl CelerityPeer {
             inc.recovered = 0;
             inc.qsum = 0.0;
             inc.qn = 0;
+            inc.age_sum = 0.0;
+            inc.age_n = 0;
             // Tell the head when something moved, and every heartbeat.
             let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
             let stale = inc
@@ -1996,14 +2040,7 @@ impl CelerityPeer {
         s.uprime = f64::from(header.uprime);
         s.relay_side = header.relay_side;
         s.recv_side = header.recv_side;
-        // The origin timestamp is the source's clock. Over real networks
-        // the clocks are synchronised only so well (meshcast-net): a
-        // packet that seems to come from a little in the future came from
-        // a source whose clock runs ahead, and its age counts as zero,
-        // not as the 71 minutes the wrapping difference says (which
-        // dropped whole sessions as late on loopback, 10-34 µs apart).
-        let age_us = (micros(now).wrapping_sub(header.origin_ts_us) as i32).max(0);
-        let age = Duration::from_micros(age_us as u64);
+        let age = age_since(now, header.origin_ts_us);
         if age > self.cfg.params.delay_bound {
             self.counters.late += 1;
             return;
@@ -2123,6 +2160,9 @@ impl Endpoint for CelerityPeer {
                 media,
             } => {
                 self.measure(u, now, link, true);
+                let inc = &mut self.incoming[u];
+                inc.age_sum += age_since(now, header.origin_ts_us).as_secs_f64();
+                inc.age_n += 1;
                 for c in control {
                     self.on_control(u, now, c);
                 }

@@ -37,6 +37,14 @@ fn bad_configs_are_refused() {
         c.params.resume = resume;
         assert!(CelerityPeer::new(c).is_err(), "{resume}");
     }
+    for margin in [Duration::from_millis(200), Duration::from_millis(250)] {
+        let mut c = cfg(3, 0);
+        c.params.late_margin = margin;
+        assert!(CelerityPeer::new(c).is_err(), "late {margin:?}");
+        let mut c = cfg(3, 0);
+        c.params.age_margin = margin;
+        assert!(CelerityPeer::new(c).is_err(), "age {margin:?}");
+    }
     let mut c = cfg(3, 0);
     c.params.queue_ceiling = Some(Duration::from_millis(100));
     c.params.balance = 0.03;
@@ -176,6 +184,37 @@ fn the_delay_guard_counts_the_serialisation_of_data_packets() {
     );
     let bare = price(0.050);
     assert!((bare - 0.14).abs() < 1e-9, "{bare}");
+}
+
+/// The age guard (`CelerityParams::age_margin`): a link whose data
+/// packets arrive 150 ms old on average, with hardly any queue of its own
+/// (the delay was built upstream of the relay), is charged `late_gain` per
+/// second past the bound less the margin (200 − 80 = 120 ms); at 100 ms old
+/// it is not charged.
+#[test]
+fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
+    let c = cfg(3, 0);
+    assert_eq!(c.params.age_margin, Duration::from_millis(80));
+    let gain = c.params.late_gain;
+    let price = |age: f64| {
+        let mut peer = CelerityPeer::new(c.clone()).unwrap();
+        peer.present = vec![true; 3];
+        let inc = &mut peer.incoming[1];
+        inc.qdelay = 0.005;
+        inc.qsum = 0.005 * 10.0;
+        inc.qn = 10;
+        inc.received = 10;
+        // The second's average already there, and this interval alike.
+        inc.age_slow = age;
+        inc.age_sum = age * 10.0;
+        inc.age_n = 10;
+        peer.update_rates(1, 1.0, false, false, 0.2);
+        peer.incoming[1].price
+    };
+    let old = price(0.150);
+    assert!((old - (0.005 + gain * 0.03)).abs() < 1e-9, "{old}");
+    let young = price(0.100);
+    assert!((young - 0.005).abs() < 1e-9, "{young}");
 }
 
 #[test]
