@@ -98,7 +98,8 @@ pub struct CelerityParams {
     /// settles a critical link where its queue equals `U′` seconds, which
     /// for a slow session behind a long path is past the delay bound: its
     /// packets then arrive late while every link looks at equilibrium
-    /// (docs/celerity.md, "The delay guard" among the decisions).
+    /// (docs/celerity.md, "The delay guard" among the decisions). It is
+    /// also the age guard's slope ([`CelerityParams::age_margin`]).
     pub late_gain: f64,
     /// The age guard's margin. A link's price also gains `late_gain` per
     /// second by which the mean age of the data packets arriving over it

@@ -151,6 +151,23 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
     assert!(queued < step * 50.0, "{queued}");
 }
 
+/// The price link 1 → 0 charges after one control interval with a steady
+/// queue of `queue` seconds (no trend, its one-second average already
+/// there), and whatever `setup` adds.
+fn steady_price(c: &CelerityConfig, queue: f64, setup: impl FnOnce(&mut Incoming)) -> f64 {
+    let mut peer = CelerityPeer::new(c.clone()).unwrap();
+    peer.present = vec![true; 3];
+    let inc = &mut peer.incoming[1];
+    inc.qdelay = queue;
+    inc.qslow = queue;
+    inc.qsum = queue * 10.0;
+    inc.qn = 10;
+    inc.received = 10;
+    setup(inc);
+    peer.update_rates(1, 1.0, false, false, 0.2);
+    peer.incoming[1].price
+}
+
 /// The delay guard's knee counts a data packet's serialisation on the
 /// path, the difference of the two size classes' base delays: with data
 /// packets 40 ms slower than control packets when no queue holds them, a
@@ -162,20 +179,10 @@ fn the_delay_guard_counts_the_serialisation_of_data_packets() {
     assert_eq!(c.params.late_margin, Duration::from_millis(40));
     let gain = c.params.late_gain;
     let price = |full_base: f64| {
-        let mut peer = CelerityPeer::new(c.clone()).unwrap();
-        peer.present = vec![true; 3];
-        let inc = &mut peer.incoming[1];
-        inc.base[0].sample(Time::ZERO, 0.050);
-        inc.base[1].sample(Time::ZERO, full_base);
-        // A steady 140 ms of queue: no trend, and the second's average
-        // already there.
-        inc.qdelay = 0.14;
-        inc.qslow = 0.14;
-        inc.qsum = 0.14 * 10.0;
-        inc.qn = 10;
-        inc.received = 10;
-        peer.update_rates(1, 1.0, false, false, 0.2);
-        peer.incoming[1].price
+        steady_price(&c, 0.14, |inc| {
+            inc.base[0].sample(Time::ZERO, 0.050);
+            inc.base[1].sample(Time::ZERO, full_base);
+        })
     };
     let serialised = price(0.090);
     assert!(
@@ -197,19 +204,12 @@ fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
     assert_eq!(c.params.age_margin, Duration::from_millis(80));
     let gain = c.params.late_gain;
     let price = |age: f64| {
-        let mut peer = CelerityPeer::new(c.clone()).unwrap();
-        peer.present = vec![true; 3];
-        let inc = &mut peer.incoming[1];
-        inc.qdelay = 0.005;
-        inc.qsum = 0.005 * 10.0;
-        inc.qn = 10;
-        inc.received = 10;
-        // The second's average already there, and this interval alike.
-        inc.age_slow = age;
-        inc.age_sum = age * 10.0;
-        inc.age_n = 10;
-        peer.update_rates(1, 1.0, false, false, 0.2);
-        peer.incoming[1].price
+        steady_price(&c, 0.005, |inc| {
+            // The second's average already there, and this interval alike.
+            inc.age_slow = age;
+            inc.age_sum = age * 10.0;
+            inc.age_n = 10;
+        })
     };
     let old = price(0.150);
     assert!((old - (0.005 + gain * 0.03)).abs() < 1e-9, "{old}");
