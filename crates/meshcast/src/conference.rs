@@ -220,6 +220,15 @@ pub(crate) fn check(
         params.max_rate = Some(Rate::from_kbps_f64(r));
     }
     let bound = params.delay_bound.as_secs_f64() * 1e3;
+    // The guards' margins, ms: at least 0 and below the delay bound.
+    let below_bound = |v: &Option<Spanned<f64>>, field: &str| {
+        checked(
+            v,
+            field,
+            &|v| v >= 0.0 && v < bound,
+            "must be a number >= 0 and below delay_bound_ms",
+        )
+    };
     if let Some(v) = checked(
         &raw.queue_ceiling_ms,
         "conference.queue_ceiling_ms",
@@ -234,26 +243,11 @@ pub(crate) fn check(
     if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;
     }
-    for (raw, key, margin) in [
-        (
-            &raw.late_margin_ms,
-            "conference.late_margin_ms",
-            &mut params.late_margin,
-        ),
-        (
-            &raw.age_margin_ms,
-            "conference.age_margin_ms",
-            &mut params.age_margin,
-        ),
-    ] {
-        if let Some(v) = checked(
-            raw,
-            key,
-            &|v| v >= 0.0 && v < bound,
-            "must be a number >= 0 and below delay_bound_ms",
-        )? {
-            *margin = Duration::from_secs_f64(v / 1e3);
-        }
+    if let Some(v) = below_bound(&raw.late_margin_ms, "conference.late_margin_ms")? {
+        params.late_margin = Duration::from_secs_f64(v / 1e3);
+    }
+    if let Some(v) = below_bound(&raw.age_margin_ms, "conference.age_margin_ms")? {
+        params.age_margin = Duration::from_secs_f64(v / 1e3);
     }
     if let Some(v) = non_negative(&raw.late_gain, "conference.late_gain")? {
         params.late_gain = v;
