@@ -393,7 +393,7 @@ fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
 
 /// The Celerity dumbbell without events settles at its optimum: every
 /// session's send rate and lowest receiver goodput in [120,200] at least
-/// 95% of 240 kbit/s (issue 3's bound; measured 230.3–230.4), little loss,
+/// 95% of 240 kbit/s (issue 3's bound; measured 229.7–230.6), little loss,
 /// delay well inside the bound, overhead under the paper's 3.9%, and the
 /// same seed gives the same summary.
 #[test]
@@ -505,13 +505,14 @@ fn celerity_dumbbell_meets_the_window_figures() {
 /// eight participants, one alone behind a 600 kbit/s core link). With a
 /// queue ceiling and pacing to the heads, every session's lowest receiver
 /// gets at least 80% of the coded optimum with at most 5% loss (measured:
-/// 91%, 0.7%; before the age guard 91%, 2.1%; before spare lending 81%,
+/// 90%, 0.6%; before the 1% rate dead band 91%, 0.7%; before the age
+/// guard 91%, 2.1%; before spare lending 81%,
 /// 2.7%, and 77-89% over twelve
 /// points around the default step, beta, damping and delta,
 /// docs/celerity.md). With the paper's plain price the link settled at a
 /// 190 ms queue and 60–75% of the packets came late; with the defaults
 /// (the delay and age guards, no ceiling, no pacing) the worst session
-/// gets 63% of its optimum with 30% loss. That is recorded in
+/// gets 63% of its optimum with 29% loss. That is recorded in
 /// docs/celerity.md rather than asserted.
 #[test]
 fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
@@ -540,9 +541,10 @@ fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
 /// With the guard (the default) the worst session loses at most 30% at its
 /// worst receiver and gets at least 65% of its optimum; without it at least
 /// 35% of those packets are lost, nearly all of them late. Measured over nine
-/// points around the default step and beta: 0.4–2.9% and 0.87–0.92 with
-/// the guards (the per-link one and the age guard), 44.8–53.2% and
-/// 0.45–0.53 without (8.6–19.2% and 0.74–0.83 before the age guard,
+/// points around the default step and beta: 0.4–2.6% and 0.90–0.93 with
+/// the guards (the per-link one and the age guard), 48.2–57.4% and
+/// 0.41–0.50 without (0.4–2.9% and 0.87–0.92, 44.8–53.2% and 0.45–0.53
+/// before the 1% rate dead band; 8.6–19.2% and 0.74–0.83 before the age guard,
 /// 15.5–23.8% and 0.71–0.78 before the per-link guard counted
 /// serialisation, 11.8–25.4% and 0.70–0.83 before spare lending;
 /// docs/celerity.md).
@@ -576,10 +578,10 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// Local loss recovery (§5.4) on the dumbbell whose A–B LAN loses 5% at
 /// random (scenarios/celerity/lossy-lan.toml): with the default
 /// `repair_ratio` every session's worst receiver loses at most 2% and gets
-/// at least 200 kbit/s (measured over seeds 1–5: 0.3–1.1%, 215.3–238.4
+/// at least 200 kbit/s (measured over seeds 1–5: 0.4–1.5%, 207.1–244.2
 /// kbit/s), and the sum of the sessions' utilities beats the run without
-/// recovery (where sessions lose 2.3–5.3% and the worst falls to 154–172
-/// kbit/s) by at least 5 (measured 10.3–13.8).
+/// recovery (where sessions lose 2.6–5.5% and the worst falls to 152–175
+/// kbit/s) by at least 5 (measured 9.6–14.5).
 #[test]
 fn celerity_recovers_a_lossy_link_locally() {
     let dir = tempfile::tempdir().unwrap();
@@ -648,9 +650,10 @@ fn recv_series(s: &Value, p: &str) -> Vec<f64> {
 /// (0: the 1-s bins themselves).
 ///
 /// At about 20.5 packets a second a 1-s bin holds 20 or 21 of them, and
-/// the rate control's ripple (±5% over about 3.7 s) makes single seconds
-/// of 19 (212.8 kbit/s, 88.7% of 240) between seconds at 95%
-/// (docs/celerity.md, "Where it stands"); `half = 1` averages those out.
+/// the rate control's ripple (±3% over about 4 s) still makes single
+/// seconds of 19 (212.8 kbit/s, 88.7% of 240) between seconds at 95%
+/// (docs/celerity.md, "The rate dead band"); `half = 1` averages those
+/// out.
 fn back_within(
     s: &Value,
     p: &str,
@@ -693,14 +696,15 @@ fn peer_dynamics(dir: &Path, sets: &[&str]) -> Value {
 /// in a row within 45 s with both and with the balance alone, and with
 /// spare lending alone before D leaves at 300 s; with neither, D's own
 /// session is not back within 45 s. Measured (A, B, C, D) at the default
-/// point: both 16, 24, 4, 14 s; the balance alone 27, 31, 4, 26; spare
-/// lending alone 27, 26, 4, 55; neither: D never. Over nine step × β
-/// points the slowest session takes 18–34 s with both, 22–45 with the
-/// balance alone, 27–137 with spare lending alone (21–153 without the age
-/// guard: its 30 s at the default point, which this test once held to
-/// 45 s, was the exception) and 129 s or never with neither
-/// (docs/celerity.md, "The balance", "Spare lending" and "The age
-/// guard"). With resuming on as well, see the next test.
+/// point: both 20, 20, 4, 15 s; the balance alone 25, 26, 4, 24; spare
+/// lending alone 18, 22, 7, 30; neither: D after 145 s. Over nine step ×
+/// β points the slowest session takes 16–28 s with both, 26–50 with the
+/// balance alone (one point past 45 s), 11–45 with spare lending alone
+/// (27–137 before the 1% rate dead band, 21–153 before the age guard: its
+/// 30 s at the default point, which this test once held to 45 s, was the
+/// exception) and 97 s or never with neither (docs/celerity.md, "The
+/// balance", "Spare lending", "The age guard" and "The rate dead band").
+/// With resuming on as well, see the next test.
 #[test]
 fn celerity_quick_start_brings_a_joining_member_up_sooner() {
     let dir = tempfile::tempdir().unwrap();
@@ -728,27 +732,31 @@ fn celerity_quick_start_brings_a_joining_member_up_sooner() {
 
 /// Resuming quick start (`conference.resume`, on by default) after D
 /// joins: at the default point every session is back to 90% of its new
-/// optimum within 15 s, counted on 3-s means (see [`back_within`]). The
-/// default point alone does not need resuming any more, so the test also
-/// runs the neighbouring steps 0.0146 and 0.0154: over the three, the
-/// slowest session's median is within 15 s with resuming and past it
-/// without. Measured with the delay guard counting serialisation and the
-/// age guard: 16, 14 and 12 s with resuming, 33, 12 and 19 s without;
-/// over nine step × β points a median of 13 s with it and 21 without. On
-/// 1-s bins the default point measures A 11, B 19, C 8, D 15 s
-/// (docs/celerity.md, "Resuming quick start").
+/// optimum within 15 s on the 1-s bins themselves (measured A 13, B 13,
+/// C 4, D 14 s; B took 19 with the rate dead band at 2%). The default
+/// point alone does not need resuming, so the test also runs the
+/// neighbouring steps 0.0146 and 0.0154: over the three, the slowest
+/// session's median on 3-s means (see [`back_within`]) is within 15 s
+/// with resuming and past it without. Measured: 12, 13 and 13 s with
+/// resuming, 12, 20 and 19 s without (16, 14, 12 and 33, 12, 19 with the
+/// 2% band). Over nine step × β points the slowest session's join takes
+/// 12–19 s on 1-s bins, 11–15 s on 3-s means (docs/celerity.md,
+/// "Resuming quick start" and "The rate dead band").
 #[test]
 fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join() {
     let dir = tempfile::tempdir().unwrap();
     // Seconds from D's join until the session is back.
-    let back = |s: &Value, p: &str| back_within(s, p, 120..=180, 0.9 * 240.0, 1).map(|t| t - 120);
+    let back_after = |s: &Value, p: &str, half: usize| {
+        back_within(s, p, 120..=180, 0.9 * 240.0, half).map(|t| t - 120)
+    };
+    let back = |s: &Value, p: &str| back_after(s, p, 1);
     let (mut with, mut without) = (Vec::new(), Vec::new());
     for step in ["0.0146", "0.015", "0.0154"] {
         let at = format!("conference.step={step}");
         let s = peer_dynamics(dir.path(), &[&at]);
         if step == "0.015" {
             for p in ["A", "B", "C", "D"] {
-                let t = back(&s, p);
+                let t = back_after(&s, p, 0);
                 assert!(t.is_some_and(|t| t <= 15), "{p}: {t:?}");
             }
         }
@@ -764,10 +772,17 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
 
 /// Issue 3's convergence line on the dumbbell: every session's lowest
 /// receiver first gets 95% of its optimum (228 of 240 kbit/s) in a 1-s
-/// bin within 20 s of the start (measured A 16, B 8, C 5, D 20 s; over
-/// fifteen neighbouring step and beta points a median of 18 s and at
-/// worst 23 s, docs/celerity.md). Without spare lending the slowest
-/// session takes longer than that (35 s).
+/// bin within 20 s of the start (measured A 11, B 10, C 10, D 5 s; over
+/// fifteen neighbouring step and beta points a median of 20 s and at
+/// worst 27 s, docs/celerity.md). Without spare lending the slowest
+/// session takes longer than that (45 s).
+///
+/// The line also asks that it then stays above 90% (216 kbit/s) until the
+/// cross traffic starts. A 1-s bin of 19 packets is 212.8 kbit/s, and the
+/// rate control's ripple still makes a few: at most 3 per session here
+/// (measured A 2, B 0, C 2, D 2; with the rate dead band at 2%, as before,
+/// 5, 6, 4 and 1), where the issue wants none (docs/celerity.md, "The rate
+/// dead band").
 #[test]
 fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
     let dir = tempfile::tempdir().unwrap();
@@ -779,6 +794,12 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
         "slowest first 95% second: {}",
         first_95(&s)
     );
+    for p in ["A", "B", "C", "D"] {
+        let recv = recv_series(&s, p);
+        let first = recv.iter().position(|&r| r >= 0.95 * 240.0).unwrap();
+        let dips: Vec<usize> = (first..300).filter(|&t| recv[t] < 0.9 * 240.0).collect();
+        assert!(dips.len() <= 3, "{p}: under 90% at {dips:?}");
+    }
     let off = scenario_json(
         dir.path(),
         "celerity/dumbbell.toml",
