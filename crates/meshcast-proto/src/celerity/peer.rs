@@ -3,6 +3,7 @@
 use super::base_delay::BaseDelay;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
+use crate::wire::COMMON_HEADER_LEN;
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Model, SessionGraph, Tree};
 use std::collections::VecDeque;
@@ -304,6 +305,14 @@ const TIMERS: usize = 6;
 /// 0.16% to 0.22% of the bytes sent (docs/celerity.md, "The rate dead
 /// band").
 const MOVED: f64 = 0.01;
+/// The most control bytes a data packet carries.
+const PIGGYBACK_BYTES: usize = 52;
+/// The largest datagram a peer sends with control riding along: the UDP
+/// payload of a 1500-byte IPv4 MTU. Taking all the waiting control up to
+/// [`PIGGYBACK_BYTES`] made a 1400-byte media packet as large as
+/// 1477-1483 bytes, which IP fragments on real links; a data packet now
+/// takes the waiting messages that fit (docs/wire-format.md).
+const MAX_DATAGRAM: usize = 1472;
 /// How long a tail's rate update waits for a data packet to the head to
 /// ride on (a newer update replaces a waiting one).
 const RATE_UPDATE_WAIT: Duration = Duration::from_millis(100);
@@ -1738,12 +1747,15 @@ impl CelerityPeer {
             entries,
             ..header.clone()
         };
-        let ctl = if o.pending.len() <= 52 {
+        // Control rides along as far as the packet stays within one
+        // datagram of a 1500-byte MTU: the messages that fit go, the
+        // others wait for the next data packet or leave on their own.
+        let fixed = COMMON_HEADER_LEN + wire::LINK_HEADER_LEN + header.len() + 1 + payload.len();
+        let room = PIGGYBACK_BYTES.min(MAX_DATAGRAM.saturating_sub(fixed));
+        let ctl = wire::take_fitting(&mut o.pending, room);
+        if o.pending.is_empty() {
             o.pending_deadline = None;
-            std::mem::take(&mut o.pending)
-        } else {
-            Vec::new()
-        };
+        }
         let link = self.link_header(v, now);
         let hop_seq = link.hop_seq;
         let bytes = wire::emit_data_packet(link, &header, &ctl, payload);

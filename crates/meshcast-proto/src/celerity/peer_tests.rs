@@ -309,6 +309,61 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
     }
 }
 
+/// Waiting control rides on a data packet only as far as the packet stays
+/// within one datagram of a 1500-byte MTU: a 1400-byte media packet with
+/// one tree entry leaves 45 bytes, so of a rate update (25 bytes), a link
+/// state (17) and a reach (4) waiting, the first two go and the reach waits
+/// for the next packet (the whole 46 once made a 1473-byte datagram).
+#[test]
+fn control_rides_along_only_within_one_datagram() {
+    let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
+    let now = Time::from_secs(1);
+    p.present[1] = true;
+    p.direct[1] = Some(now);
+    p.outgoing[1].rates[0] = 1000.0;
+    p.outgoing[1].bucket[0] = (1e6, now);
+    let rate = Control::RateUpdate {
+        echo_ts_us: 1,
+        hold_us: 2,
+        rates: vec![(1, 5), (2, 6), (3, 7)],
+    };
+    let state = Control::LinkState {
+        session: 2,
+        links: vec![(2, 3, 0), (3, 4, 0)],
+    };
+    let reach = Control::Reach { hears: 0b1110 };
+    for c in [&rate, &state, &reach] {
+        wire::emit_control(c, &mut p.outgoing[1].pending);
+    }
+    assert_eq!(p.outgoing[1].pending.len(), 46);
+    p.outgoing[1].pending_deadline = Some(now + Duration::from_millis(40));
+    let header = DataHeader {
+        session: 0,
+        media_seq: 1,
+        origin_ts_us: 0,
+        uprime: 0.1,
+        relay_side: 0b1111,
+        recv_side: 0b1111,
+        entries: Vec::new(),
+        padding: false,
+    };
+    let entries = vec![TreeEntry {
+        member: 1,
+        children: 0b1100,
+    }];
+    p.send_data(now, 1, &header, entries, &[7u8; 1400]);
+    let t = p.poll_transmit(now).expect("the data packet");
+    assert_eq!(t.payload.len(), MAX_DATAGRAM - 3);
+    match wire::parse(&t.payload).unwrap() {
+        Packet::Data { control, .. } => assert_eq!(control, vec![rate, state]),
+        other => panic!("{other:?}"),
+    }
+    let mut waiting = Vec::new();
+    wire::emit_control(&reach, &mut waiting);
+    assert_eq!(p.outgoing[1].pending, waiting);
+    assert!(p.outgoing[1].pending_deadline.is_some());
+}
+
 /// One millisecond of peers on an ideal network (every datagram delivered
 /// after 1 ms): timers, transmits, deliveries; events as `(peer, event)`.
 fn ideal_step(
@@ -322,6 +377,9 @@ fn ideal_step(
             p.handle_timeout(now);
         }
         while let Some(t) = p.poll_transmit(now) {
+            // Within one datagram of a 1500-byte MTU, control riding along
+            // included.
+            assert!(t.payload.len() <= MAX_DATAGRAM, "{} bytes", t.payload.len());
             let to = t.to.node.index();
             inflight.push(std::cmp::Reverse((
                 now + Duration::from_millis(1),

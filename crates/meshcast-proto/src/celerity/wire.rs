@@ -540,6 +540,30 @@ pub fn queue_superseding(c: &Control, pending: &mut Vec<u8>) -> usize {
     saved
 }
 
+/// Take from `pending` (TLV bytes not sent yet) the messages that fit in
+/// `budget` bytes together, first fit in their order, and leave the others
+/// waiting in theirs: a data packet carries what fits of the control
+/// waiting for its neighbour within one datagram.
+pub fn take_fitting(pending: &mut Vec<u8>, budget: usize) -> Vec<u8> {
+    if pending.len() <= budget {
+        return std::mem::take(pending);
+    }
+    let (mut taken, mut kept) = (Vec::new(), Vec::with_capacity(pending.len()));
+    let mut rest = &pending[..];
+    while rest.len() >= 2 {
+        let end = (2 + usize::from(rest[1])).min(rest.len());
+        if taken.len() + end <= budget {
+            taken.extend_from_slice(&rest[..end]);
+        } else {
+            kept.extend_from_slice(&rest[..end]);
+        }
+        rest = &rest[end..];
+    }
+    kept.extend_from_slice(rest);
+    *pending = kept;
+    taken
+}
+
 fn emit_prefix(out: &mut Vec<u8>, t: PacketType, link: LinkHeader) {
     let mut common = [0u8; COMMON_HEADER_LEN];
     CommonHeader { packet_type: t }.emit(&mut common);
@@ -916,6 +940,38 @@ mod tests {
                 Control::Hello
             ]
         );
+    }
+
+    #[test]
+    fn a_data_packet_takes_the_waiting_messages_that_fit() {
+        let rate = Control::RateUpdate {
+            echo_ts_us: 1,
+            hold_us: 2,
+            rates: vec![(0, 5), (1, 6), (2, 7)],
+        };
+        let state = |s| Control::LinkState {
+            session: s,
+            links: vec![(1, 3, 0), (2, 4, 0)],
+        };
+        let mut pending = Vec::new();
+        for c in [state(0), rate.clone(), state(1), Control::Hello] {
+            emit_control(&c, &mut pending);
+        }
+        // 17 + 25 + 17 + 2 bytes: the first link state and the rate
+        // update take 42 of 45, the second link state does not fit, the
+        // hello does.
+        let taken = take_fitting(&mut pending, 45);
+        assert_eq!(
+            parse_control(&taken).unwrap(),
+            vec![state(0), rate, Control::Hello]
+        );
+        assert_eq!(parse_control(&pending).unwrap(), vec![state(1)]);
+        // All of it when it fits; nothing when nothing does.
+        assert_eq!(take_fitting(&mut pending, 10), Vec::<u8>::new());
+        assert_eq!(parse_control(&pending).unwrap(), vec![state(1)]);
+        let all = take_fitting(&mut pending, 17);
+        assert_eq!(parse_control(&all).unwrap(), vec![state(1)]);
+        assert!(pending.is_empty());
     }
 
     #[test]
