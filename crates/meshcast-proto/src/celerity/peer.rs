@@ -309,8 +309,8 @@ const MOVED: f64 = 0.01;
 const PIGGYBACK_BYTES: usize = 52;
 /// The largest datagram a peer sends with control riding along: the UDP
 /// payload of a 1500-byte IPv4 MTU. Taking all the waiting control up to
-/// [`PIGGYBACK_BYTES`] made a 1400-byte media packet as large as
-/// 1477-1483 bytes, which IP fragments on real links; a data packet now
+/// [`PIGGYBACK_BYTES`] made a 1400-byte media packet as large as 1477
+/// bytes plus 2 per tree entry, which IP fragments on real links; a data packet now
 /// takes the waiting messages that fit (docs/wire-format.md).
 const MAX_DATAGRAM: usize = 1472;
 /// How long a tail's rate update waits for a data packet to the head to
