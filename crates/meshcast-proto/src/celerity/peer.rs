@@ -1750,8 +1750,9 @@ impl CelerityPeer {
         // Control rides along as far as the packet stays within one
         // datagram of a 1500-byte MTU: the messages that fit go, the
         // others wait for the next data packet or leave on their own.
-        let fixed = COMMON_HEADER_LEN + wire::LINK_HEADER_LEN + header.len() + 1 + payload.len();
-        let room = PIGGYBACK_BYTES.min(MAX_DATAGRAM.saturating_sub(fixed));
+        let without_control =
+            COMMON_HEADER_LEN + wire::LINK_HEADER_LEN + header.len() + 1 + payload.len();
+        let room = PIGGYBACK_BYTES.min(MAX_DATAGRAM.saturating_sub(without_control));
         let ctl = wire::take_fitting(&mut o.pending, room);
         if o.pending.is_empty() {
             o.pending_deadline = None;

@@ -525,13 +525,8 @@ pub fn queue_superseding(c: &Control, pending: &mut Vec<u8>) -> usize {
     let before = pending.len();
     if key.is_some() {
         let mut kept = Vec::with_capacity(pending.len());
-        let mut rest = &pending[..];
-        while rest.len() >= 2 {
-            let end = (2 + usize::from(rest[1])).min(rest.len());
-            if supersede_key(&rest[..end]) != key {
-                kept.extend_from_slice(&rest[..end]);
-            }
-            rest = &rest[end..];
+        for m in waiting(pending).filter(|m| supersede_key(m) != key) {
+            kept.extend_from_slice(m);
         }
         *pending = kept;
     }
@@ -549,19 +544,28 @@ pub fn take_fitting(pending: &mut Vec<u8>, budget: usize) -> Vec<u8> {
         return std::mem::take(pending);
     }
     let (mut taken, mut kept) = (Vec::new(), Vec::with_capacity(pending.len()));
-    let mut rest = &pending[..];
-    while rest.len() >= 2 {
-        let end = (2 + usize::from(rest[1])).min(rest.len());
-        if taken.len() + end <= budget {
-            taken.extend_from_slice(&rest[..end]);
+    for m in waiting(pending) {
+        if taken.len() + m.len() <= budget {
+            taken.extend_from_slice(m);
         } else {
-            kept.extend_from_slice(&rest[..end]);
+            kept.extend_from_slice(m);
         }
-        rest = &rest[end..];
     }
-    kept.extend_from_slice(rest);
     *pending = kept;
     taken
+}
+
+/// The messages waiting in `pending` (TLV bytes that [`emit_control`]
+/// wrote, so whole messages only), each with its type and length bytes.
+fn waiting(pending: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = pending;
+    std::iter::from_fn(move || {
+        (rest.len() >= 2).then(|| {
+            let (m, after) = rest.split_at((2 + usize::from(rest[1])).min(rest.len()));
+            rest = after;
+            m
+        })
+    })
 }
 
 fn emit_prefix(out: &mut Vec<u8>, t: PacketType, link: LinkHeader) {
