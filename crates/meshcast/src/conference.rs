@@ -84,6 +84,7 @@ pub(crate) struct RawConference {
     step: Option<Spanned<f64>>,
     damping_ms: Option<Spanned<f64>>,
     quick_start_s: Option<Spanned<f64>>,
+    steady_gain: Option<Spanned<f64>>,
     media_bytes: Option<Spanned<i64>>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
@@ -209,6 +210,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.quick_start_s, "conference.quick_start_s")? {
         params.quick_start = Duration::from_secs_f64(v);
+    }
+    if let Some(v) = positive(&raw.steady_gain, "conference.steady_gain")? {
+        params.steady_gain = v;
     }
     if let Some(m) = &raw.media_bytes {
         params.media_bytes = u32::try_from(*m.get_ref())

@@ -393,7 +393,7 @@ fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
 
 /// The Celerity dumbbell without events settles at its optimum: every
 /// session's send rate and lowest receiver goodput in [120,200] at least
-/// 95% of 240 kbit/s (issue 3's bound; measured 229.9–230.4), little loss,
+/// 95% of 240 kbit/s (issue 3's bound; measured 230.4–230.7), little loss,
 /// delay well inside the bound, overhead under the paper's 3.9%, and the
 /// same seed gives the same summary.
 #[test]
@@ -454,24 +454,19 @@ fn scenario_json(dir: &Path, file: &str, extra: &[&str]) -> Value {
 fn celerity_dumbbell_meets_the_window_figures() {
     let dir = tempfile::tempdir().unwrap();
     let s = scenario_json(dir.path(), "celerity/dumbbell.toml", &[]);
-    let figures = |p: &str, from: u64| {
-        let w = window(flow(&s, p), from).clone();
-        (num(&w["send_kbps"]), num(&w["recv_kbps_min"]), w)
-    };
     for p in ["A", "B", "C", "D"] {
         for from in [200, 900] {
-            let (send, recv, w) = figures(p, from);
+            let w = window(flow(&s, p), from);
             assert_eq!(num(&w["optimum_kbps"]), 240.0, "{p}: {w}");
-            assert!(send >= 0.95 * 240.0 && recv >= 0.95 * 240.0, "{p}: {w}");
             assert!(num(&w["loss"]) <= 0.02, "{p}: {w}");
             assert!(num(&w["delay_ms_mean"]) <= 200.0, "{p}: {w}");
         }
-        let (send, recv, w) = figures(p, 420);
-        let opt = num(&w["optimum_kbps"]);
+        let w = window(flow(&s, p), 420);
         let want = if p == "A" || p == "B" { 198.9 } else { 240.0 };
-        assert_eq!(opt, want, "{p}: {w}");
-        assert!(send >= 0.95 * opt && recv >= 0.95 * opt, "{p}: {w}");
+        assert_eq!(num(&w["optimum_kbps"]), want, "{p}: {w}");
     }
+    let misses = dumbbell_window_misses(&s);
+    assert!(misses.is_empty(), "{misses:?}");
     let o = &s["overhead"]["windows"][0];
     assert!(num(&o["header_fraction"]) + num(&o["control_fraction"]) <= 0.039);
 
@@ -501,18 +496,77 @@ fn celerity_dumbbell_meets_the_window_figures() {
     }
 }
 
+/// Where a dumbbell summary (or a sweep point) misses issue 3's window
+/// figures: every session's send rate and lowest receiver at 95% of the
+/// optimum the summary gives in [200,300], [420,500] (cross traffic) and
+/// [900,1000] (A–E down).
+fn dumbbell_window_misses(s: &Value) -> Vec<String> {
+    let mut misses = Vec::new();
+    for p in ["A", "B", "C", "D"] {
+        for from in [200, 420, 900] {
+            let w = window(flow(s, p), from);
+            let opt = num(&w["optimum_kbps"]);
+            let (send, recv) = (num(&w["send_kbps"]), num(&w["recv_kbps_min"]));
+            if send < 0.95 * opt || recv < 0.95 * opt {
+                misses.push(format!("{p} from {from} s: {send}/{recv} of {opt}"));
+            }
+        }
+    }
+    misses
+}
+
+/// The dumbbell's window figures are not luck of the default point: they
+/// hold at all fifteen step × β points around it (`meshcast sweep`, step
+/// 0.0146–0.0154, β 17.9–18.1). The windows sit within 1% of what the
+/// bottleneck can carry and the loop is chaotic at that scale, so a run
+/// moves by ±0.5 kbit/s with any change. Measured: the worst margin over
+/// the fifteen +0.18 kbit/s, the median +1.16; without the steady gain
+/// (`conference.steady_gain=1`) 12 of 15 passed, the worst −0.38
+/// (docs/celerity.md, "The steady gain").
+#[test]
+fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sw");
+    let file = root().join("scenarios/celerity/dumbbell.toml");
+    let o = meshcast(
+        &[
+            "sweep",
+            file.to_str().unwrap(),
+            "--vary",
+            "conference.step=0.0146,0.0148,0.015,0.0152,0.0154",
+            "--vary",
+            "conference.beta=17.9,18,18.1",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 15);
+    for p in points {
+        let misses = dumbbell_window_misses(p);
+        assert!(misses.is_empty(), "{}: {misses:?}", p["values"]);
+    }
+}
+
 /// A random underlay nobody tuned for (scenarios/celerity/random-core.toml:
 /// eight participants, one alone behind a 600 kbit/s core link). With a
 /// queue ceiling and pacing to the heads, every session's lowest receiver
 /// gets at least 80% of the coded optimum with at most 5% loss (measured:
-/// 92%, 0.6%; before the 1% rate dead band 91%, 0.7%; before the age
+/// 91%, 0.7%, and 90–91% with 0.6–2.0% at step 0.0146/0.0154 × β
+/// 17.9/18.1; 92%, 0.6% before the steady gain; before the 1% rate dead
+/// band 91%, 0.7%; before the age
 /// guard 91%, 2.1%; before spare lending 81%,
 /// 2.7%, and 77-89% over twelve
 /// points around the default step, beta, damping and delta,
 /// docs/celerity.md). With the paper's plain price the link settled at a
 /// 190 ms queue and 60–75% of the packets came late; with the defaults
 /// (the delay and age guards, no ceiling, no pacing) the worst session
-/// gets 61% of its optimum with 30% loss. That is recorded in
+/// gets 66% of its optimum with 26% loss (61%, 30% before the steady
+/// gain). That is recorded in
 /// docs/celerity.md rather than asserted.
 #[test]
 fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
@@ -541,9 +595,10 @@ fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
 /// With the guard (the default) the worst session loses at most 30% at its
 /// worst receiver and gets at least 65% of its optimum; without it at least
 /// 35% of those packets are lost, nearly all of them late. Measured over nine
-/// points around the default step and beta: 0.4–2.6% and 0.90–0.93 with
-/// the guards (the per-link one and the age guard), 48.2–57.4% and
-/// 0.41–0.50 without (0.4–2.9% and 0.87–0.92, 44.8–53.2% and 0.45–0.53
+/// points around the default step and beta: 0.2–0.7% and 0.92–0.94 with
+/// the guards (the per-link one and the age guard), 46.5–62.9% and
+/// 0.36–0.51 without (0.4–2.6% and 0.89–0.93, 48.2–57.4% and 0.41–0.50
+/// before the steady gain; 0.4–2.9% and 0.87–0.92, 44.8–53.2% and 0.45–0.53
 /// before the 1% rate dead band; 8.6–19.2% and 0.74–0.83 before the age guard,
 /// 15.5–23.8% and 0.71–0.78 before the per-link guard counted
 /// serialisation, 11.8–25.4% and 0.70–0.83 before spare lending;
@@ -578,10 +633,11 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// Local loss recovery (§5.4) on the dumbbell whose A–B LAN loses 5% at
 /// random (scenarios/celerity/lossy-lan.toml): with the default
 /// `repair_ratio` every session's worst receiver loses at most 2% and gets
-/// at least 200 kbit/s (measured over seeds 1–5: 0.5–1.4%, 218.3–233.7
+/// at least 200 kbit/s (measured over seeds 1–5: 0.2–1.3%, 215.0–237.7
 /// kbit/s), and the sum of the sessions' utilities beats the run without
-/// recovery (where sessions lose 2.3–5.7% and the worst falls to 151–178
-/// kbit/s) by at least 5 (measured 9.2–14.1).
+/// recovery (where sessions lose 2.6–5.7% and the worst falls to 156–183
+/// kbit/s) by at least 5 (measured 8.5–12.7; before the steady gain
+/// 0.5–1.4%, 218.3–233.7, without recovery 2.3–5.7% and 151–178, 9.2–14.1).
 #[test]
 fn celerity_recovers_a_lossy_link_locally() {
     let dir = tempfile::tempdir().unwrap();
@@ -650,10 +706,11 @@ fn recv_series(s: &Value, p: &str) -> Vec<f64> {
 /// (0: the 1-s bins themselves).
 ///
 /// At about 20.5 packets a second a 1-s bin holds 20 or 21 of them, and
-/// the rate control's ripple (±3% over about 4 s) still makes single
-/// seconds of 19 (212.8 kbit/s, 88.7% of 240) between seconds at 95%
-/// (docs/celerity.md, "The rate dead band"); `half = 1` averages those
-/// out.
+/// the rate control's ripple (its sources' 1-s means within ±1.5% on the
+/// steady dumbbell, ±3% within a quick-start window, where the steady
+/// gain does not act) still makes single seconds of 19 (212.8 kbit/s,
+/// 88.7% of 240) between seconds at 95% (docs/celerity.md, "The rate
+/// dead band" and "The steady gain"); `half = 1` averages those out.
 fn back_within(
     s: &Value,
     p: &str,
@@ -696,14 +753,16 @@ fn peer_dynamics(dir: &Path, sets: &[&str]) -> Value {
 /// in a row within 45 s with both and with the balance alone, and with
 /// spare lending alone before D leaves at 300 s; with neither, D's own
 /// session is not back within 45 s. Measured (A, B, C, D) at the default
-/// point: both 20, 20, 4, 15 s; the balance alone 25, 26, 4, 22; spare
-/// lending alone 18, 22, 7, 30; neither: D after 145 s. Over nine step ×
-/// β points the slowest session takes 16–28 s with both, 26–137 with the
-/// balance alone (one point past 45 s), 11–45 with spare lending alone
-/// (27–137 before the 1% rate dead band, 21–153 before the age guard: its
-/// 30 s at the default point, which this test once held to 45 s, was the
-/// exception) and 97 s or never with neither (docs/celerity.md, "The
-/// balance", "Spare lending", "The age guard" and "The rate dead band").
+/// point: both 21, 21, 4, 13 s; the balance alone 25, 20, 4, 28; spare
+/// lending alone 34, 34, 4, 40; neither: D after 90 s. Over nine step ×
+/// β points the slowest session takes 17–28 s with both, 23–28 with the
+/// balance alone, 24–54 with spare lending alone and 68–132 with neither
+/// (before the steady gain 16–28, 26–137, 11–45 and 97 s or never;
+/// spare lending alone took 27–137 before the 1% rate dead band, 21–153
+/// before the age guard: its 30 s at the default point, which this test
+/// once held to 45 s, was the exception; docs/celerity.md, "The balance",
+/// "Spare lending", "The age guard", "The rate dead band" and "The steady
+/// gain").
 /// With resuming on as well, see the next test.
 #[test]
 fn celerity_quick_start_brings_a_joining_member_up_sooner() {
@@ -732,16 +791,19 @@ fn celerity_quick_start_brings_a_joining_member_up_sooner() {
 
 /// Resuming quick start (`conference.resume`, on by default) after D
 /// joins: at the default point every session is back to 90% of its new
-/// optimum within 15 s on the 1-s bins themselves (measured A 13, B 13,
-/// C 4, D 14 s; B took 19 with the rate dead band at 2%). The default
+/// optimum within 15 s on the 1-s bins themselves (measured A 13, B 12,
+/// C 4, D 13 s; A 13, B 13, C 4, D 14 before the steady gain; B took 19
+/// with the rate dead band at 2%). The default
 /// point alone does not need resuming, so the test also runs the
 /// neighbouring steps 0.0146 and 0.0154: over the three, the slowest
 /// session's median on 3-s means (see [`back_within`]) is within 15 s
-/// with resuming and past it without. Measured: 12, 13 and 13 s with
-/// resuming, 12, 20 and 19 s without (16, 14, 12 and 33, 12, 19 with the
-/// 2% band). Over nine step × β points the slowest session's join takes
-/// 12–19 s on 1-s bins, 11–15 s on 3-s means (docs/celerity.md,
-/// "Resuming quick start" and "The rate dead band").
+/// with resuming and past it without. Measured: 13, 13 and 12 s with
+/// resuming, 19, 20 and 28 s without (12, 13, 13 and 12, 20, 19 before
+/// the steady gain; 16, 14, 12 and 33, 12, 19 with the 2% band). Over
+/// nine step × β points the slowest session's join takes 13–17 s on 1-s
+/// bins, 12–16 s on 3-s means (12–19 and 11–15 before the steady gain;
+/// docs/celerity.md, "Resuming quick start", "The rate dead band" and
+/// "The steady gain").
 #[test]
 fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join() {
     let dir = tempfile::tempdir().unwrap();
@@ -775,14 +837,15 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
 /// bin within 20 s of the start (measured A 11, B 10, C 10, D 5 s; over
 /// fifteen neighbouring step and beta points a median of 19 s and at
 /// worst 27 s, docs/celerity.md). Without spare lending the slowest
-/// session takes longer than that (45 s).
+/// session takes longer than that (38 s; 36 s median over the fifteen).
 ///
 /// The line also asks that it then stays above 90% (216 kbit/s) until the
 /// cross traffic starts. A 1-s bin of 19 packets is 212.8 kbit/s, and the
-/// rate control's ripple still makes a few: at most 3 per session here
-/// (measured A 2, B 0, C 1, D 2; with the rate dead band at 2%, as before,
-/// 5, 6, 4 and 1), where the issue wants none (docs/celerity.md, "The rate
-/// dead band").
+/// approach still makes a few: at most 3 per session here (measured A 2,
+/// B 0, C 1, D 2, all within 15 s of the session's first 95% second, as
+/// at every one of the fifteen points since the steady gain; with the
+/// rate dead band at 2%, 5, 6, 4 and 1), where the issue wants none
+/// (docs/celerity.md, "The rate dead band" and "The steady gain").
 #[test]
 fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
     let dir = tempfile::tempdir().unwrap();

@@ -36,5 +36,5 @@ pub mod wire;
 
 pub use peer::{
     BALANCE_TOLERANCE, CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters,
-    SPARE_PRICE, SPARE_PROPAGATION,
+    SPARE_PRICE, SPARE_PROPAGATION, STEADY_BAND,
 };

@@ -40,6 +40,28 @@ pub struct CelerityParams {
     pub quick_start: Duration,
     /// Step multiplier during quick start.
     pub quick_start_gain: f64,
+    /// Step multiplier once the rates have settled. Rule (10)'s relative
+    /// gradient `(U′ − price)/U′` for a session whose cut crosses a link is
+    /// split in two: its own part `(U′ − Ū′)/U′`, with `Ū′` the mean `U′`
+    /// of the sessions whose cuts cross the link, which moves the split
+    /// between them, and the common part `(Ū′ − price)/U′`, which moves
+    /// them together against the link's queue. Outside the quick-start
+    /// window (see [`CelerityParams::quick_start`]), on a link near its
+    /// equilibrium (the common part smaller than [`STEADY_BAND`], and the
+    /// price at least [`SPARE_PRICE`] of `U′`: a queue stands), the common
+    /// part steps at `steady_gain·κ` (for a session outside the cut, its
+    /// whole gradient is common). That motion only holds an equilibrium,
+    /// and its ripple grows with the step: on the dumbbell the rates swung
+    /// over about 4 s and single seconds fell short of their windows'
+    /// bounds. The split keeps κ: it settles slowly already (a time
+    /// constant of about 14 s), and slowing it kept a member who joined
+    /// under 90% of its optimum for minutes. Within the window, and on a
+    /// link far from equilibrium (a queue the guards or a loss burst price
+    /// high, an emptied queue after a deep cut), the step stays κ, so
+    /// convergence after the start, a join, a leave or a failure, the
+    /// response to congestion and the climb back after a cut are as fast
+    /// as before (docs/celerity.md, "The steady gain").
+    pub steady_gain: f64,
     /// Weight of the queuing delay's trend in the price: a link's price is
     /// `loss + max(0, q + damping·dq/dt)`. The loop is an integrator (the
     /// rate) driving another (the queue) behind a feedback delay; without
@@ -176,6 +198,14 @@ pub const SPARE_PRICE: f64 = 0.1;
 /// at most this fraction of the delay bound.
 pub const SPARE_PROPAGATION: f64 = 0.1;
 
+/// See [`CelerityParams::steady_gain`]: a link is near its equilibrium for
+/// a session while the common part of rule (10)'s relative gradient,
+/// `(Ū′ − price)/U′`, is smaller than this in size. Applying the steady gain at any distance
+/// (with only calm links exempt) did best on the dumbbell but held back
+/// the response to queues that made packets late: `random-core.toml`
+/// with the queue ceiling lost up to 4.7% (docs/celerity.md).
+pub const STEADY_BAND: f64 = 0.75;
+
 /// See [`CelerityParams::balance`]: the relative difference of two links'
 /// prices at and beyond which the balance moves nothing between them.
 pub const BALANCE_TOLERANCE: f64 = 0.25;
@@ -189,6 +219,7 @@ impl Default for CelerityParams {
             step: 0.015,
             quick_start: Duration::from_secs(30),
             quick_start_gain: 8.0,
+            steady_gain: 0.5,
             damping: Duration::from_millis(1500),
             queue_ceiling: None,
             pace_to_heads: false,
@@ -666,6 +697,7 @@ impl CelerityPeer {
             ("delta_kbps", p.delta_kbps),
             ("step", p.step),
             ("quick_start_gain", p.quick_start_gain),
+            ("steady_gain", p.steady_gain),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be positive")));
@@ -1052,6 +1084,7 @@ impl CelerityPeer {
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
+        let steady_gain = self.cfg.params.steady_gain;
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -1120,6 +1153,7 @@ impl CelerityPeer {
         // queued past the delay bound, where every packet came late.
         let ceiling = self.cfg.params.queue_ceiling.map(|c| c.as_secs_f64());
         let top = terms.iter().map(|t| t.0).fold(0.0, f64::max);
+
         // Smoothed over about two seconds: the scale follows the
         // sessions' rates, not the ripple of one interval (a dip of one
         // session's rate would otherwise raise every session's price at
@@ -1127,6 +1161,17 @@ impl CelerityPeer {
         let target = ceiling.map_or(1.0, |c| (top / c).max(1.0));
         inc.price_scale += 0.1 * (target - inc.price_scale);
         let k = inc.price_scale;
+        // The mean gain (`U′`) of the known sessions whose cut crosses the
+        // link: the steady gain acts on their common motion, the price
+        // against it (see `CelerityParams::steady_gain`).
+        let (sum, count) = (0..self.n)
+            .filter(|&m| self.sessions[m].known && terms[m].0 > 0.0)
+            .fold((0.0, 0u32), |(s, n), m| (s + terms[m].0, n + 1));
+        let mean_gain = if count > 0 {
+            sum / f64::from(count)
+        } else {
+            0.0
+        };
         let price = k * delay_price;
         inc.price = price;
         inc.in_cut = [false; MAX_PARTICIPANTS];
@@ -1168,8 +1213,25 @@ impl CelerityPeer {
             } else {
                 1.0
             };
+            // The steady gain (see `CelerityParams::steady_gain`): rule
+            // (10)'s gradient is the session's own part (its gain against
+            // the link's mean) plus the common part (the mean against the
+            // price); outside the quick-start window the common part of a
+            // link near its equilibrium steps gently.
+            let known = self.sessions[m].known;
+            let (own_part, common) = if known && gain > 0.0 && uprime > 0.0 && !lend {
+                ((gain - mean_gain) / uprime, (mean_gain - price) / uprime)
+            } else {
+                (0.0, rel)
+            };
+            let settled = if window || calm || common.abs() >= STEADY_BAND {
+                1.0
+            } else {
+                steady_gain
+            };
             let kappa = step_size * q;
-            let mut step = (kappa * scale * rel).clamp(-0.3 * c, 0.1 * q * scale);
+            let mut step =
+                (kappa * scale * (own_part + settled * common)).clamp(-0.3 * c, 0.1 * q * scale);
             // No tree uses a link twice, so a session never needs more on
             // a link than its own rate R = β/U′ − δ. A rate far above it
             // is not raised further (as TCP does not grow a window it does

@@ -27,6 +27,11 @@ fn bad_configs_are_refused() {
         c.params.queue_ceiling = Some(ceiling);
         assert!(CelerityPeer::new(c).is_err(), "{ceiling:?}");
     }
+    for steady in [0.0, -0.5, f64::INFINITY] {
+        let mut c = cfg(3, 0);
+        c.params.steady_gain = steady;
+        assert!(CelerityPeer::new(c).is_err(), "{steady}");
+    }
     for balance in [-0.1, f64::NAN] {
         let mut c = cfg(3, 0);
         c.params.balance = balance;
@@ -149,6 +154,91 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
     // A queue of a tenth of U′ is no longer calm.
     let queued = grow(50.0, true, 0.01) - 50.0;
     assert!(queued < step * 50.0, "{queued}");
+}
+
+/// The steady gain (`CelerityParams::steady_gain`): outside the
+/// quick-start window, on a link near its equilibrium (the price within
+/// [`STEADY_BAND`] of `U′` from the sessions' mean `U′`), the sessions'
+/// common motion steps at `steady_gain·κ` and their split at κ; within the
+/// window, or far from equilibrium, everything steps at κ.
+#[test]
+fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
+    let mut c = cfg(3, 0);
+    c.params.spare = false;
+    c.params.balance = 0.0;
+    // The price is the queue alone (no delay guard).
+    c.params.late_gain = 0.0;
+    let (step, gain) = (c.params.step, c.params.steady_gain);
+    assert!(gain < 1.0);
+    // The rates of sessions 1 and 2 on link 1 → 0 (both 100 kbit/s)
+    // after one interval with a steady queue. Session 2 (`U′` = 0.1 s)
+    // always has its cut across the link (1 relays, 0 receives beyond
+    // it); session 1, with `shared`, too (`U′` = 0.12 s, 1 its source and
+    // 0 beyond its relay side).
+    let change = |queue: f64, window: bool, shared: bool| {
+        let mut peer = CelerityPeer::new(c.clone()).unwrap();
+        peer.present = vec![true; 3];
+        peer.sessions[2] = SessionInfo {
+            known: true,
+            uprime: 0.1,
+            relay_side: 0b111,
+            recv_side: 0b110,
+            ..SessionInfo::default()
+        };
+        if shared {
+            peer.sessions[1] = SessionInfo {
+                known: true,
+                uprime: 0.12,
+                relay_side: 0b110,
+                recv_side: 0b110,
+                ..SessionInfo::default()
+            };
+        }
+        let inc = &mut peer.incoming[1];
+        inc.ramping = false;
+        inc.rates[1] = 100.0;
+        inc.rates[2] = 100.0;
+        inc.received = 10;
+        inc.qsum = queue * 10.0;
+        inc.qn = 10;
+        // No trend: the queue stood at this length before.
+        inc.qdelay = queue;
+        inc.qslow = queue;
+        peer.update_rates(1, 1.0, window, false, 0.2);
+        let r = peer.incoming[1].rates;
+        (r[1] - 100.0, r[2] - 100.0)
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // Session 2 alone, near equilibrium (gradient 0.2, then −0.5).
+    let (_, near) = change(0.08, false, false);
+    assert!(close(near, gain * step * 100.0 * 0.2), "{near}");
+    let (_, above) = change(0.15, false, false);
+    assert!(close(above, -gain * step * 100.0 * 0.5), "{above}");
+    // The same within the quick-start window.
+    let (_, window) = change(0.08, true, false);
+    assert!(close(window, step * 100.0 * 0.2), "{window}");
+    // Far from it: a queue of twice `U′` (gradient −1), an empty queue
+    // (gradient 1).
+    let (_, far) = change(0.2, false, false);
+    assert!(close(far, -step * 100.0), "{far}");
+    let (_, empty) = change(0.0, false, false);
+    assert!(close(empty, step * 100.0), "{empty}");
+    // Both sessions, the price at their mean `U′` (0.11 s): no common
+    // motion, and the split at κ.
+    let (one, two) = change(0.11, false, true);
+    assert!(close(one, step * 100.0 * 0.01 / 0.12), "{one}");
+    assert!(close(two, -step * 100.0 * 0.01 / 0.1), "{two}");
+    // The price below their mean: the split at κ plus the common part at
+    // the steady gain.
+    let (one, two) = change(0.09, false, true);
+    assert!(
+        close(one, step * 100.0 * (0.01 + gain * 0.02) / 0.12),
+        "{one}"
+    );
+    assert!(
+        close(two, step * 100.0 * (-0.01 + gain * 0.02) / 0.1),
+        "{two}"
+    );
 }
 
 /// The price link 1 → 0 charges after one control interval with a steady
