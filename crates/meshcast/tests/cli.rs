@@ -526,24 +526,17 @@ fn dumbbell_window_misses(s: &Value) -> Vec<String> {
 #[test]
 fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("sw");
     let file = root().join("scenarios/celerity/dumbbell.toml");
-    let o = meshcast(
+    let v = sweep_json(
+        dir.path(),
         &[
-            "sweep",
             file.to_str().unwrap(),
             "--vary",
             "conference.step=0.0146,0.0148,0.015,0.0152,0.0154",
             "--vary",
             "conference.beta=17.9,18,18.1",
-            "--out",
-            out.to_str().unwrap(),
-            "--json",
         ],
-        dir.path(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 15);
     for p in points {
@@ -875,6 +868,18 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
     );
 }
 
+/// Runs `meshcast sweep` with `args` (the scenario, `--set`, `--vary`),
+/// writing its outputs to `dir/sw`, and returns its JSON.
+fn sweep_json(dir: &Path, args: &[&str]) -> Value {
+    let out = dir.join("sw");
+    let mut all = vec!["sweep"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap(), "--json"]);
+    let o = meshcast(&all, dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// `meshcast sweep`: every point of the grid runs, in the grid's order;
 /// sweep.json, sweep.csv and the plots against the first key are written;
 /// a bad point is refused before anything runs.
@@ -884,9 +889,9 @@ fn sweep_runs_the_grid_and_writes_its_outputs() {
     let out = dir.path().join("sw");
     let file = root().join("scenarios/msb/scenario2-aggressiveness.toml");
     let file = file.to_str().unwrap();
-    let o = meshcast(
+    let v = sweep_json(
+        dir.path(),
         &[
-            "sweep",
             file,
             "--set",
             "duration_s=20",
@@ -906,14 +911,8 @@ fn sweep_runs_the_grid_and_writes_its_outputs() {
             "layered.booster.at_ms=20,50,80",
             "--vary",
             "layered.booster.enabled=true,false",
-            "--out",
-            out.to_str().unwrap(),
-            "--json",
         ],
-        dir.path(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
     assert_eq!(points[1]["values"], serde_json::json!(["50", "true"]));

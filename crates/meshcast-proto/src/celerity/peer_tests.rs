@@ -111,6 +111,35 @@ fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
     assert!(three[0] > 0.0 && three[1] < 0.0, "{three:?}");
 }
 
+/// Peer 0 of three whose link 1 → 0 is in session 2's cut (`U′` = 0.1 s;
+/// 1 relays, 0 receives beyond the cut), quick start over on that link.
+fn crossing_peer(c: &CelerityConfig) -> CelerityPeer {
+    let mut peer = CelerityPeer::new(c.clone()).unwrap();
+    peer.present = vec![true; 3];
+    peer.sessions[2] = SessionInfo {
+        known: true,
+        uprime: 0.1,
+        relay_side: 0b111,
+        recv_side: 0b110,
+        ..SessionInfo::default()
+    };
+    peer.incoming[1].ramping = false;
+    peer
+}
+
+/// One control interval's measurements on a link: ten packets behind a
+/// queue of `queue` seconds; with `steady`, a queue that stood there
+/// before (no trend, its one-second average already there).
+fn measured(inc: &mut Incoming, queue: f64, steady: bool) {
+    inc.received = 10;
+    inc.qsum = queue * 10.0;
+    inc.qn = 10;
+    if steady {
+        inc.qdelay = queue;
+        inc.qslow = queue;
+    }
+}
+
 /// Resuming quick start (`CelerityParams::resume`): on a calm link whose
 /// quick start has ended, a session below `resume` of the rate it had then
 /// grows at quick start's step where resuming is allowed, at rule (10)'s
@@ -123,24 +152,11 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
     let (step, quick) = (c.params.step, c.params.quick_start_gain);
     // The rate of session 2 on link 1 → 0 after one control interval.
     let grow = |rate: f64, resumes: bool, queue: f64| {
-        let mut peer = CelerityPeer::new(c.clone()).unwrap();
-        peer.present = vec![true; 3];
-        peer.sessions[2] = SessionInfo {
-            known: true,
-            uprime: 0.1,
-            // The session's cut crosses 1 → 0: 1 relays, 0 receives
-            // beyond the cut.
-            relay_side: 0b111,
-            recv_side: 0b110,
-            ..SessionInfo::default()
-        };
+        let mut peer = crossing_peer(&c);
         let inc = &mut peer.incoming[1];
-        inc.ramping = false;
         inc.ramp_end[2] = 200.0;
         inc.rates[2] = rate;
-        inc.received = 10;
-        inc.qsum = queue * 10.0;
-        inc.qn = 10;
+        measured(inc, queue, false);
         peer.update_rates(1, quick, true, resumes, 0.2);
         peer.incoming[1].rates[2]
     };
@@ -176,15 +192,7 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     // it); session 1, with `shared`, too (`U′` = 0.12 s, 1 its source and
     // 0 beyond its relay side).
     let change = |queue: f64, window: bool, shared: bool| {
-        let mut peer = CelerityPeer::new(c.clone()).unwrap();
-        peer.present = vec![true; 3];
-        peer.sessions[2] = SessionInfo {
-            known: true,
-            uprime: 0.1,
-            relay_side: 0b111,
-            recv_side: 0b110,
-            ..SessionInfo::default()
-        };
+        let mut peer = crossing_peer(&c);
         if shared {
             peer.sessions[1] = SessionInfo {
                 known: true,
@@ -195,15 +203,9 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
             };
         }
         let inc = &mut peer.incoming[1];
-        inc.ramping = false;
         inc.rates[1] = 100.0;
         inc.rates[2] = 100.0;
-        inc.received = 10;
-        inc.qsum = queue * 10.0;
-        inc.qn = 10;
-        // No trend: the queue stood at this length before.
-        inc.qdelay = queue;
-        inc.qslow = queue;
+        measured(inc, queue, true);
         peer.update_rates(1, 1.0, window, false, 0.2);
         let r = peer.incoming[1].rates;
         (r[1] - 100.0, r[2] - 100.0)
@@ -248,11 +250,7 @@ fn steady_price(c: &CelerityConfig, queue: f64, setup: impl FnOnce(&mut Incoming
     let mut peer = CelerityPeer::new(c.clone()).unwrap();
     peer.present = vec![true; 3];
     let inc = &mut peer.incoming[1];
-    inc.qdelay = queue;
-    inc.qslow = queue;
-    inc.qsum = queue * 10.0;
-    inc.qn = 10;
-    inc.received = 10;
+    measured(inc, queue, true);
     setup(inc);
     peer.update_rates(1, 1.0, false, false, 0.2);
     peer.incoming[1].price
