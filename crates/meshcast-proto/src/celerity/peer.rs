@@ -200,10 +200,11 @@ pub const SPARE_PROPAGATION: f64 = 0.1;
 
 /// See [`CelerityParams::steady_gain`]: a link is near its equilibrium for
 /// a session while the common part of rule (10)'s relative gradient,
-/// `(Ū′ − price)/U′`, is smaller than this in size. Applying the steady gain at any distance
-/// (with only calm links exempt) did best on the dumbbell but held back
-/// the response to queues that made packets late: `random-core.toml`
-/// with the queue ceiling lost up to 4.7% (docs/celerity.md).
+/// `(Ū′ − price)/U′`, is smaller than this in size. Applying the steady
+/// gain at any distance (with only calm links exempt) did best on the
+/// dumbbell but held back the response to queues that made packets late:
+/// `random-core.toml` with the queue ceiling lost up to 4.7% of a
+/// session's packets (docs/celerity.md, "The steady gain").
 pub const STEADY_BAND: f64 = 0.75;
 
 /// See [`CelerityParams::balance`]: the relative difference of two links'
@@ -1153,7 +1154,6 @@ impl CelerityPeer {
         // queued past the delay bound, where every packet came late.
         let ceiling = self.cfg.params.queue_ceiling.map(|c| c.as_secs_f64());
         let top = terms.iter().map(|t| t.0).fold(0.0, f64::max);
-
         // Smoothed over about two seconds: the scale follows the
         // sessions' rates, not the ripple of one interval (a dip of one
         // session's rate would otherwise raise every session's price at
