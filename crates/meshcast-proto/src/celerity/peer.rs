@@ -3,7 +3,6 @@
 use super::base_delay::BaseDelay;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
-use crate::wire::COMMON_HEADER_LEN;
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Model, SessionGraph, Tree};
 use std::collections::VecDeque;
@@ -342,8 +341,8 @@ const PIGGYBACK_BYTES: usize = 52;
 /// The largest datagram a peer sends with control riding along: the UDP
 /// payload of a 1500-byte IPv4 MTU. Taking all the waiting control up to
 /// [`PIGGYBACK_BYTES`] made a 1400-byte media packet as large as 1477
-/// bytes plus 2 per tree entry, which IP fragments on real links; a data packet now
-/// takes the waiting messages that fit (docs/wire-format.md).
+/// bytes plus 2 per tree entry, which IP fragments on real links; a data
+/// packet now takes the waiting messages that fit (docs/wire-format.md).
 const MAX_DATAGRAM: usize = 1472;
 /// How long a tail's rate update waits for a data packet to the head to
 /// ride on (a newer update replaces a waiting one).
@@ -1812,9 +1811,7 @@ impl CelerityPeer {
         // Control rides along as far as the packet stays within one
         // datagram of a 1500-byte MTU: the messages that fit go, the
         // others wait for the next data packet or leave on their own.
-        let without_control =
-            COMMON_HEADER_LEN + wire::LINK_HEADER_LEN + header.len() + 1 + payload.len();
-        let room = PIGGYBACK_BYTES.min(MAX_DATAGRAM.saturating_sub(without_control));
+        let room = PIGGYBACK_BYTES.min(wire::control_room(&header, payload.len(), MAX_DATAGRAM));
         let ctl = wire::take_fitting(&mut o.pending, room);
         if o.pending.is_empty() {
             o.pending_deadline = None;

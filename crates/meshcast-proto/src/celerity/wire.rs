@@ -592,12 +592,25 @@ pub fn emit_data_packet(
     control: &[u8],
     media: &[u8],
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + 1 + control.len() + media.len(),
-    );
+    let mut out = Vec::with_capacity(data_packet_len(header, control.len(), media.len()));
     emit_prefix(&mut out, PacketType::CelerityData, link);
     emit_data_body(header, control, media, &mut out);
     out
+}
+
+/// The bytes of a data packet with `header`, `control` bytes of control
+/// riding along and `media` bytes of media: common and link header, data
+/// header, the control length byte when control rides, control, media.
+pub fn data_packet_len(header: &DataHeader, control: usize, media: usize) -> usize {
+    let control = if control > 0 { 1 + control } else { 0 };
+    COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + control + media
+}
+
+/// The most control bytes a data packet with `header` and `media` bytes of
+/// media can carry and stay within `datagram` bytes (its control length
+/// byte counted).
+pub fn control_room(header: &DataHeader, media: usize, datagram: usize) -> usize {
+    datagram.saturating_sub(data_packet_len(header, 0, media) + 1)
 }
 
 /// Append a data packet's body (what follows the link header) to `out`.
@@ -1035,6 +1048,7 @@ mod tests {
             let bytes = emit_data_packet(link, &header, ctl, &media);
             let ctl_len = if hello { 1 + ctl.len() } else { 0 };
             prop_assert_eq!(bytes.len(), COMMON_HEADER_LEN + LINK_HEADER_LEN + header.len() + ctl_len + media.len());
+            prop_assert_eq!(bytes.len(), data_packet_len(&header, ctl.len(), media.len()));
             let Ok(Packet::Data { link: l, header: h, control, media: m }) = parse(&bytes) else {
                 panic!("not data")
             };
