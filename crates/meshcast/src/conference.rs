@@ -166,7 +166,6 @@ pub(crate) fn check(
             "a conference has 2 to 16 participants",
         ));
     }
-    let mut params = CelerityParams::default();
     // A number field, if present, that must be finite and pass `ok`; `what` is the error.
     let checked = |v: &Option<Spanned<f64>>,
                    field: &str,
@@ -193,9 +192,12 @@ pub(crate) fn check(
             "must be a number in 0..=1",
         )
     };
-    if let Some(d) = positive(&raw.delay_bound_ms, "conference.delay_bound_ms")? {
-        params.delay_bound = Duration::from_secs_f64(d / 1e3);
-    }
+    // The margins that are parts of the delay budget default to the same
+    // parts of this bound as of the default one.
+    let mut params = match positive(&raw.delay_bound_ms, "conference.delay_bound_ms")? {
+        Some(d) => CelerityParams::with_delay_bound(Duration::from_secs_f64(d / 1e3)),
+        None => CelerityParams::default(),
+    };
     if let Some(b) = positive(&raw.beta, "conference.beta")? {
         params.beta = b;
     }

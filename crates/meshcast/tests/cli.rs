@@ -284,6 +284,26 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.toml"));
 }
 
+/// A delay bound below the guards' default margins (40 and 80 ms at the
+/// default 200) runs: the margins default to the same parts of the bound
+/// (20% and 40%), where 60 ms was refused with "age_margin must be below
+/// the delay bound". Only the margins are checked here, not how well a
+/// 60-ms conference does.
+#[test]
+fn a_short_delay_bound_gets_margins_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario_json(
+        dir.path(),
+        "celerity/dumbbell-steady.toml",
+        &["--set", "conference.delay_bound_ms=60"],
+    );
+    for p in ["A", "B", "C", "D"] {
+        let w = &flow(&s, p)["windows"][0];
+        assert!(num(&w["recv_kbps_min"]) > 0.0, "{p}: {w}");
+        assert!(num(&w["delay_ms_mean"]) < 60.0, "{p}: {w}");
+    }
+}
+
 /// `meshcast optimum` gives the dumbbell's analytical optima: 240 for
 /// every session; 200 for A and B under the 80 kbit/s of cross traffic
 /// (198.9: its IP/UDP headers load the link too); after A-E fails, 240

@@ -35,6 +35,6 @@ mod recovery;
 pub mod wire;
 
 pub use peer::{
-    BALANCE_TOLERANCE, CelerityConfig, CelerityParams, CelerityPeer, MAX_APP_MEDIA, PeerCounters,
-    SPARE_PRICE, SPARE_PROPAGATION, STEADY_BAND,
+    BALANCE_TOLERANCE, CelerityConfig, CelerityParams, CelerityPeer, DEFAULT_DELAY_BOUND,
+    MAX_APP_MEDIA, PeerCounters, SPARE_PRICE, SPARE_PROPAGATION, STEADY_BAND,
 };

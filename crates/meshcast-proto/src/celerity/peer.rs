@@ -112,7 +112,8 @@ pub struct CelerityParams {
     /// queue, averaged over about a second, passes the delay bound less
     /// the link's fixed delay (propagation plus a data packet's
     /// serialisation) less this margin (room for the queue's swings and the
-    /// rest of the path). See [`CelerityParams::late_gain`].
+    /// rest of the path). See [`CelerityParams::late_gain`]. Default 40 ms,
+    /// 20% of the delay bound ([`CelerityParams::with_delay_bound`]).
     pub late_margin: Duration,
     /// The delay guard's slope: each second of averaged queue past the
     /// knee adds this many seconds to the link's price (on top of the
@@ -132,7 +133,8 @@ pub struct CelerityParams {
     /// still arrives late; the age counts every hop before this one
     /// (docs/celerity.md, "The age guard"). It relies on the members'
     /// clocks agreeing as well as the late drop itself does; the per-link
-    /// guard, which needs no clock, stays as the backstop.
+    /// guard, which needs no clock, stays as the backstop. Default 80 ms,
+    /// 40% of the delay bound ([`CelerityParams::with_delay_bound`]).
     pub age_margin: Duration,
     /// The balance's step κ_b (0 turns it off). During the quick-start
     /// window (`quick_start` after the start and after every membership
@@ -210,10 +212,36 @@ pub const STEADY_BAND: f64 = 0.75;
 /// prices at and beyond which the balance moves nothing between them.
 pub const BALANCE_TOLERANCE: f64 = 0.25;
 
+/// The delay bound the defaults of [`CelerityParams`] are stated for; the
+/// margins that are parts of the bound scale with it
+/// ([`CelerityParams::with_delay_bound`]).
+pub const DEFAULT_DELAY_BOUND: Duration = Duration::from_millis(200);
+
+impl CelerityParams {
+    /// The defaults for a conference with delay bound `bound`: the
+    /// defaults' margins that are parts of the delay budget
+    /// ([`late_margin`](Self::late_margin) and
+    /// [`age_margin`](Self::age_margin)) are the same fractions of `bound`
+    /// as of [`DEFAULT_DELAY_BOUND`] (20% and 40%), so that any bound gets
+    /// margins below it; every other default is the same as
+    /// [`Default::default`]'s.
+    pub fn with_delay_bound(bound: Duration) -> Self {
+        let d = Self::default();
+        let scale = bound.as_secs_f64() / DEFAULT_DELAY_BOUND.as_secs_f64();
+        let part = |m: Duration| Duration::from_secs_f64(m.as_secs_f64() * scale);
+        CelerityParams {
+            delay_bound: bound,
+            late_margin: part(d.late_margin),
+            age_margin: part(d.age_margin),
+            ..d
+        }
+    }
+}
+
 impl Default for CelerityParams {
     fn default() -> Self {
         CelerityParams {
-            delay_bound: Duration::from_millis(200),
+            delay_bound: DEFAULT_DELAY_BOUND,
             beta: 18.0,
             delta_kbps: 10.0,
             step: 0.015,

@@ -57,6 +57,33 @@ fn bad_configs_are_refused() {
     assert!(CelerityPeer::new(cfg(3, 2)).is_ok());
 }
 
+/// A short delay bound gets margins inside it: the defaults' 40 and 80 ms
+/// margins refused every bound up to 80 ms.
+#[test]
+fn the_default_margins_are_parts_of_the_delay_bound() {
+    assert_eq!(
+        CelerityParams::with_delay_bound(DEFAULT_DELAY_BOUND),
+        CelerityParams::default()
+    );
+    for ms in [10, 50, 80, 150, 400] {
+        let bound = Duration::from_millis(ms);
+        let p = CelerityParams::with_delay_bound(bound);
+        assert_eq!(p.delay_bound, bound);
+        assert_eq!(p.late_margin, Duration::from_millis(ms / 5), "{ms}");
+        assert_eq!(p.age_margin, Duration::from_millis(2 * ms / 5), "{ms}");
+        let mut c = cfg(3, 0);
+        c.params = p;
+        assert!(CelerityPeer::new(c).is_ok(), "{ms}");
+        let mut c = cfg(3, 0);
+        c.params.delay_bound = bound;
+        assert_eq!(
+            CelerityPeer::new(c).is_ok(),
+            ms > 80,
+            "{ms} with the fixed margins"
+        );
+    }
+}
+
 #[test]
 fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
     let share = |session, price, uprime, rate| Share {
