@@ -88,6 +88,7 @@ pub(crate) struct RawConference {
     media_bytes: Option<Spanned<i64>>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
+    ceiling_exponent: Option<Spanned<f64>>,
     pace_to_heads: Option<bool>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
@@ -235,13 +236,17 @@ pub(crate) fn check(
             "must be a number >= 0 and below delay_bound_ms",
         )
     };
+    // 0 turns the ceiling off (the paper's plain price).
+    if let Some(v) = below_bound(&raw.queue_ceiling_ms, "conference.queue_ceiling_ms")? {
+        params.queue_ceiling = (v > 0.0).then(|| Duration::from_secs_f64(v / 1e3));
+    }
     if let Some(v) = checked(
-        &raw.queue_ceiling_ms,
-        "conference.queue_ceiling_ms",
-        &|v| v > 0.0 && v < bound,
-        "must be a number > 0 and below delay_bound_ms",
+        &raw.ceiling_exponent,
+        "conference.ceiling_exponent",
+        &|v| v > 0.0 && v <= 1.0,
+        "must be a number in (0, 1]",
     )? {
-        params.queue_ceiling = Some(Duration::from_secs_f64(v / 1e3));
+        params.ceiling_exponent = v;
     }
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;

@@ -66,22 +66,42 @@ pub struct CelerityParams {
     /// rate) driving another (the queue) behind a feedback delay; without
     /// this lead term it has no phase margin and only oscillates.
     pub damping: Duration,
-    /// The longest standing queue the link rate control aims for on a
-    /// critical link; `None` (the default) is the paper's plain price.
+    /// The standing queue past which the link rate control scales its
+    /// price; `None` is the paper's plain price. Default 80 ms, 40% of the
+    /// delay bound ([`CelerityParams::with_delay_bound`]): sessions above
+    /// about 215 kbit/s (`U′` below 80 ms), as on the dumbbell outside its
+    /// cross traffic, keep the paper's price.
     ///
     /// The paper's price is the queuing delay itself, so a link settles
     /// where its queue equals the sessions' `U′ = β/(R + δ)` seconds: 72 ms
     /// at 240 kbit/s, but 190 ms at 85 kbit/s, which with any propagation
     /// delay passes the delay bound. With a ceiling, a link whose largest
-    /// `U′` is above it scales its price by `U′ / ceiling` (smoothed over
-    /// about 2 s), and sources pack trees whose propagation leaves room
-    /// for `min(U′, ceiling)` of queue. A link's queue only represents its
-    /// Lagrange multiplier, so representing the multiplier by a shorter
-    /// queue leaves the optimum where it was, and the loop gain for the
-    /// session at the ceiling is the one the step was tuned for.
-    /// docs/celerity.md has the measurements and why it is not the
-    /// default yet.
+    /// `U′` is above it scales its price by `(U′ / ceiling)^e`, `e` the
+    /// [`ceiling_exponent`](Self::ceiling_exponent) (smoothed over about
+    /// 2 s), so its queue settles at `U′^(1−e)·ceiling^e` (106 ms for 88
+    /// kbit/s sessions, against 184 without), and sources pack trees whose
+    /// propagation leaves room for `min(U′, ceiling)` of queue. A link's
+    /// queue only represents its Lagrange multiplier, so representing the
+    /// multiplier by a shorter queue leaves the optimum where it was.
+    ///
+    /// Within the start's quick-start window neither acts. `U′` there
+    /// belongs to rates far from any equilibrium (600 ms at the initial 20
+    /// kbit/s, almost four times the price), which moved the dumbbell's
+    /// approach, and the allowance it implied kept `internet.toml`'s
+    /// long-delay sessions out of the deep trees they then never grew into
+    /// (Toronto's session 775 of 1847 kbit/s without the hold, 1659 with
+    /// it; docs/celerity.md, "The queue ceiling").
     pub queue_ceiling: Option<Duration>,
+    /// The exponent `e` of the ceiling's price scale `(U′ / ceiling)^e`, in
+    /// (0, 1]. With `e = 1` the scale is degenerate for the session with
+    /// the link's largest `U′`: its price is `U′·q/ceiling`, rule (10)
+    /// settles at `q = ceiling` whatever its rate, and sessions that share
+    /// one queue through their own overlay links keep whatever split they
+    /// had (Simulcast's dumbbell: 100–131 kbit/s where the optimum is 120
+    /// for each). Below 1 a slower session still settles at a longer queue
+    /// and the split is restored, at `1 − e` of the plain price's force.
+    /// Default 2/3.
+    pub ceiling_exponent: f64,
     /// Whether a source sends a packet only down a tree whose every head
     /// has room for it in its bucket for the session (a copy of each
     /// head's bucket, one packet shallower), waiting until one has;
@@ -220,11 +240,12 @@ pub const DEFAULT_DELAY_BOUND: Duration = Duration::from_millis(200);
 impl CelerityParams {
     /// The defaults for a conference with delay bound `bound`: the
     /// defaults' margins that are parts of the delay budget
-    /// ([`late_margin`](Self::late_margin) and
-    /// [`age_margin`](Self::age_margin)) are the same fractions of `bound`
-    /// as of [`DEFAULT_DELAY_BOUND`] (20% and 40%), so that any bound gets
-    /// margins below it; every other default is the same as
-    /// [`Default::default`]'s.
+    /// ([`late_margin`](Self::late_margin),
+    /// [`age_margin`](Self::age_margin) and
+    /// [`queue_ceiling`](Self::queue_ceiling)) are the same fractions of
+    /// `bound` as of [`DEFAULT_DELAY_BOUND`] (20%, 40% and 40%), so that
+    /// any bound gets margins below it; every other default is the same
+    /// as [`Default::default`]'s.
     pub fn with_delay_bound(bound: Duration) -> Self {
         let d = Self::default();
         let scale = bound.as_secs_f64() / DEFAULT_DELAY_BOUND.as_secs_f64();
@@ -233,6 +254,7 @@ impl CelerityParams {
             delay_bound: bound,
             late_margin: part(d.late_margin),
             age_margin: part(d.age_margin),
+            queue_ceiling: d.queue_ceiling.map(part),
             ..d
         }
     }
@@ -249,7 +271,8 @@ impl Default for CelerityParams {
             quick_start_gain: 8.0,
             steady_gain: 0.5,
             damping: Duration::from_millis(1500),
-            queue_ceiling: None,
+            queue_ceiling: Some(Duration::from_millis(80)),
+            ceiling_exponent: 2.0 / 3.0,
             pace_to_heads: false,
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
@@ -726,10 +749,16 @@ impl CelerityPeer {
             ("step", p.step),
             ("quick_start_gain", p.quick_start_gain),
             ("steady_gain", p.steady_gain),
+            ("ceiling_exponent", p.ceiling_exponent),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be positive")));
             }
+        }
+        if p.ceiling_exponent > 1.0 {
+            return Err(ConfigError::Param(
+                "ceiling_exponent must be in (0, 1]".into(),
+            ));
         }
         if p.media_bytes < 16 || p.media_bytes > 1400 {
             return Err(ConfigError::Param("media_bytes must be 16..=1400".into()));
@@ -1081,8 +1110,17 @@ impl CelerityPeer {
     /// the last interval measured; `quick` is the quick-start step
     /// multiplier now, `window` whether the quick-start window is open,
     /// `resumes` whether quick start may resume on the link (see
-    /// [`CelerityParams::resume`]).
-    fn update_rates(&mut self, u: usize, quick: f64, window: bool, resumes: bool, interval: f64) {
+    /// [`CelerityParams::resume`]), `start` whether the window is the
+    /// start's (see [`CelerityParams::queue_ceiling`]).
+    fn update_rates(
+        &mut self,
+        u: usize,
+        quick: f64,
+        window: bool,
+        resumes: bool,
+        interval: f64,
+        start: bool,
+    ) {
         let (beta, c0, delta) = {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
@@ -1175,17 +1213,28 @@ impl CelerityPeer {
             };
         }
         // The price is the delay price scaled so that the queue where it
-        // meets the largest U′ on this link is at most `queue_ceiling`:
-        // with the paper's plain price a link's standing queue is U′
-        // seconds, and slow sessions (U′ = β/(R + δ) grows as R falls)
-        // queued past the delay bound, where every packet came late.
+        // meets the largest U′ on this link grows only as U′^(1−e) past
+        // `queue_ceiling`: with the paper's plain price a link's standing
+        // queue is U′ seconds, and slow sessions (U′ = β/(R + δ) grows as
+        // R falls) queued past the delay bound, where every packet came
+        // late. Not in the start's window (see
+        // `CelerityParams::queue_ceiling`).
         let ceiling = self.cfg.params.queue_ceiling.map(|c| c.as_secs_f64());
-        let top = terms.iter().map(|t| t.0).fold(0.0, f64::max);
+        let exponent = self.cfg.params.ceiling_exponent;
+        // Known sessions only: an unknown one's placeholder gain (which
+        // lets a newcomer's direct link grow) is not a `U′`.
+        let top = (0..self.n)
+            .filter(|&m| self.sessions[m].known)
+            .map(|m| terms[m].0)
+            .fold(0.0, f64::max);
         // Smoothed over about two seconds: the scale follows the
         // sessions' rates, not the ripple of one interval (a dip of one
         // session's rate would otherwise raise every session's price at
         // once and deepen the dip).
-        let target = ceiling.map_or(1.0, |c| (top / c).max(1.0));
+        let target = match ceiling {
+            Some(c) if !start => (top / c).max(1.0).powf(exponent),
+            _ => 1.0,
+        };
         inc.price_scale += 0.1 * (target - inc.price_scale);
         let k = inc.price_scale;
         // The mean gain (`U′`) of the known sessions whose cut crosses the
@@ -1320,7 +1369,8 @@ impl CelerityPeer {
         // balance, spare lending and resuming act only within it, resuming
         // only in windows opened after the start's.
         let window = now < self.quick_until;
-        let resumes = window && now >= self.start_window_end && self.cfg.params.resume > 0.0;
+        let start = now < self.start_window_end;
+        let resumes = window && !start && self.cfg.params.resume > 0.0;
         let quick = if window {
             self.cfg.params.quick_start_gain
         } else {
@@ -1352,7 +1402,7 @@ impl CelerityPeer {
                     inc.down = false;
                     inc.rates = [c0.max(0.0); MAX_PARTICIPANTS];
                 }
-                self.update_rates(u, quick, window, resumes, interval);
+                self.update_rates(u, quick, window, resumes, interval, start);
             }
         }
         // The balance acts while quick start may: after the start and
@@ -1540,8 +1590,10 @@ impl CelerityPeer {
         // rate control keeps on its bottleneck: the session's `U′` seconds
         // (the price it settles at), at most the ceiling. Propagation alone
         // up to the bound left nothing for it, and every packet on such a
-        // path came late.
-        let allowance = p.queue_ceiling.map_or(0.0, |c| {
+        // path came late. Not in the start's window, where `U′` belongs to
+        // the initial rates (see `CelerityParams::queue_ceiling`).
+        let start = now < self.start_window_end;
+        let allowance = p.queue_ceiling.filter(|_| !start).map_or(0.0, |c| {
             let c = c.as_secs_f64();
             if self.src.uprime > 0.0 {
                 self.src.uprime.min(c)

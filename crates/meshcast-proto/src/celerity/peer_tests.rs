@@ -27,6 +27,11 @@ fn bad_configs_are_refused() {
         c.params.queue_ceiling = Some(ceiling);
         assert!(CelerityPeer::new(c).is_err(), "{ceiling:?}");
     }
+    for exponent in [0.0, -0.5, 1.5, f64::NAN] {
+        let mut c = cfg(3, 0);
+        c.params.ceiling_exponent = exponent;
+        assert!(CelerityPeer::new(c).is_err(), "{exponent}");
+    }
     for steady in [0.0, -0.5, f64::INFINITY] {
         let mut c = cfg(3, 0);
         c.params.steady_gain = steady;
@@ -71,6 +76,11 @@ fn the_default_margins_are_parts_of_the_delay_bound() {
         assert_eq!(p.delay_bound, bound);
         assert_eq!(p.late_margin, Duration::from_millis(ms / 5), "{ms}");
         assert_eq!(p.age_margin, Duration::from_millis(2 * ms / 5), "{ms}");
+        assert_eq!(
+            p.queue_ceiling,
+            Some(Duration::from_millis(2 * ms / 5)),
+            "{ms}"
+        );
         let mut c = cfg(3, 0);
         c.params = p;
         assert!(CelerityPeer::new(c).is_ok(), "{ms}");
@@ -184,7 +194,7 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
         inc.ramp_end[2] = 200.0;
         inc.rates[2] = rate;
         measured(inc, queue, false);
-        peer.update_rates(1, quick, true, resumes, 0.2);
+        peer.update_rates(1, quick, true, resumes, 0.2, false);
         peer.incoming[1].rates[2]
     };
     let fast = grow(50.0, true, 0.0) - 50.0;
@@ -209,8 +219,9 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     let mut c = cfg(3, 0);
     c.params.spare = false;
     c.params.balance = 0.0;
-    // The price is the queue alone (no delay guard).
+    // The price is the queue alone (no delay guard, no ceiling).
     c.params.late_gain = 0.0;
+    c.params.queue_ceiling = None;
     let (step, gain) = (c.params.step, c.params.steady_gain);
     assert!(gain < 1.0);
     // The rates of sessions 1 and 2 on link 1 → 0 (both 100 kbit/s)
@@ -233,7 +244,7 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
         inc.rates[1] = 100.0;
         inc.rates[2] = 100.0;
         measured(inc, queue, true);
-        peer.update_rates(1, 1.0, window, false, 0.2);
+        peer.update_rates(1, 1.0, window, false, 0.2, false);
         let r = peer.incoming[1].rates;
         (r[1] - 100.0, r[2] - 100.0)
     };
@@ -270,6 +281,51 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     );
 }
 
+/// The queue ceiling (`CelerityParams::queue_ceiling`): a link whose
+/// largest `U′` is past the ceiling scales its price by
+/// `(U′/ceiling)^e`, following it over about two seconds, so its queue
+/// settles at `U′^(1−e)·ceiling^e`; not in the start's quick-start window,
+/// and not for a session below the ceiling.
+#[test]
+fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
+    let mut c = cfg(3, 0);
+    // The price is the queue alone (no delay guard).
+    c.params.late_gain = 0.0;
+    assert_eq!(c.params.queue_ceiling, Some(Duration::from_millis(80)));
+    assert!((c.params.ceiling_exponent - 2.0 / 3.0).abs() < 1e-12);
+    // Session 2's price on link 1 → 0 with a steady 50-ms queue, after
+    // `intervals` control intervals, its `U′` 0.27 s: (0.27/0.08)^(2/3) =
+    // 1.5² = 2.25.
+    let price = |c: &CelerityConfig, uprime: f64, start: bool, intervals: usize| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2].uprime = uprime;
+        for _ in 0..intervals {
+            measured(&mut peer.incoming[1], 0.05, true);
+            peer.update_rates(1, 1.0, true, false, 0.2, start);
+        }
+        peer.incoming[1].price
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    let first = price(&c, 0.27, false, 1);
+    assert!(close(first, 0.05 * (1.0 + 0.1 * 1.25)), "{first}");
+    let settled = price(&c, 0.27, false, 200);
+    assert!(close(settled, 0.05 * 2.25), "{settled}");
+    // The queue where that price meets U′: 0.27/2.25 = 120 ms, against
+    // the paper's 270.
+    assert!(close(
+        0.27 / 2.25,
+        0.27f64.powf(1.0 / 3.0) * 0.08f64.powf(2.0 / 3.0)
+    ));
+    assert!(close(price(&c, 0.27, true, 200), 0.05));
+    assert!(close(price(&c, 0.07, false, 200), 0.05));
+    let mut linear = c.clone();
+    linear.params.ceiling_exponent = 1.0;
+    assert!(close(price(&linear, 0.27, false, 200), 0.05 * 3.375));
+    let mut off = c.clone();
+    off.params.queue_ceiling = None;
+    assert!(close(price(&off, 0.27, false, 200), 0.05));
+}
+
 /// The price link 1 → 0 charges after one control interval with a steady
 /// queue of `queue` seconds (no trend, its one-second average already
 /// there), and whatever `setup` adds.
@@ -279,7 +335,7 @@ fn steady_price(c: &CelerityConfig, queue: f64, setup: impl FnOnce(&mut Incoming
     let inc = &mut peer.incoming[1];
     measured(inc, queue, true);
     setup(inc);
-    peer.update_rates(1, 1.0, false, false, 0.2);
+    peer.update_rates(1, 1.0, false, false, 0.2, false);
     peer.incoming[1].price
 }
 
