@@ -79,18 +79,23 @@ pub struct CelerityParams {
     /// `U′` is above it scales its price by `(U′ / ceiling)^e`, `e` the
     /// [`ceiling_exponent`](Self::ceiling_exponent) (smoothed over about
     /// 2 s), so its queue settles at `U′^(1−e)·ceiling^e` (106 ms for 88
-    /// kbit/s sessions, against 184 without), and sources pack trees whose
-    /// propagation leaves room for `min(U′, ceiling)` of queue. A link's
-    /// queue only represents its Lagrange multiplier, so representing the
-    /// multiplier by a shorter queue leaves the optimum where it was.
+    /// kbit/s sessions, against 184 without). A link's queue only
+    /// represents its Lagrange multiplier, so representing the multiplier
+    /// by a shorter queue leaves the optimum where it was.
     ///
-    /// Within the start's quick-start window neither acts. `U′` there
-    /// belongs to rates far from any equilibrium (600 ms at the initial 20
-    /// kbit/s, almost four times the price), which moved the dumbbell's
-    /// approach, and the allowance it implied kept `internet.toml`'s
-    /// long-delay sessions out of the deep trees they then never grew into
-    /// (Toronto's session 775 of 1847 kbit/s without the hold, 1659 with
-    /// it; docs/celerity.md, "The queue ceiling").
+    /// The scale applies to the queue's part of the price only, not to
+    /// the delay and age guards ([`late_gain`](Self::late_gain)): they
+    /// stand for lateness, not for the multiplier, and scaled by a slow
+    /// session's `U′` they charged it more for the same lateness, which
+    /// slowed it further (the steady dumbbell with 125 ms of propagation
+    /// on its bottleneck fell from 121 kbit/s to nothing). Sources pack
+    /// paths up to the whole bound; a reserve of `min(U′, ceiling)` taken
+    /// off it did the same to the paths of slow, long-delay sessions.
+    ///
+    /// Not in the start's quick-start window: `U′` there belongs to rates
+    /// far from any equilibrium (600 ms at the initial 20 kbit/s, almost
+    /// four times the price), and scaling by it moved the dumbbell's
+    /// approach (docs/celerity.md, "The queue ceiling").
     pub queue_ceiling: Option<Duration>,
     /// The exponent `e` of the ceiling's price scale `(U′ / ceiling)^e`, in
     /// (0, 1]. With `e = 1` the scale is degenerate for the session with
@@ -1191,7 +1196,9 @@ impl CelerityPeer {
             inc.age_slow += 0.2 * (inc.age_sum / f64::from(inc.age_n) - inc.age_slow);
         }
         let guard = late_gain * (inc.qslow - knee).max(inc.age_slow - age_knee).max(0.0);
-        let delay_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0) + guard;
+        // The queue's part of the price (the paper's, with its trend); the
+        // guards come on top, unscaled (see `CelerityParams::queue_ceiling`).
+        let queue_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
         let mut terms = [(0.0, 0.0); MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let s = &self.sessions[m];
@@ -1248,7 +1255,7 @@ impl CelerityPeer {
         } else {
             0.0
         };
-        let price = k * delay_price;
+        let price = k * queue_price + guard;
         inc.price = price;
         inc.in_cut = [false; MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
@@ -1586,27 +1593,16 @@ impl CelerityPeer {
             }
         }
         let source = members.iter().position(|&m| m == me).unwrap_or(0);
-        // With a queue ceiling, a path must leave room for the queue the
-        // rate control keeps on its bottleneck: the session's `U′` seconds
-        // (the price it settles at), at most the ceiling. Propagation alone
-        // up to the bound left nothing for it, and every packet on such a
-        // path came late. Not in the start's window, where `U′` belongs to
-        // the initial rates (see `CelerityParams::queue_ceiling`).
-        let start = now < self.start_window_end;
-        let allowance = p.queue_ceiling.filter(|_| !start).map_or(0.0, |c| {
-            let c = c.as_secs_f64();
-            if self.src.uprime > 0.0 {
-                self.src.uprime.min(c)
-            } else {
-                c
-            }
-        });
+        // Paths up to the whole bound: the delay and age guards price the
+        // links whose queues make packets late (a reserve for the queue
+        // taken off the bound here cut long-delay conferences off their
+        // only paths; see `CelerityParams::queue_ceiling`).
         let g = SessionGraph {
             n: k,
             source,
             rates: &rates,
             delays: &delays,
-            bound: Duration::from_secs_f64((p.delay_bound.as_secs_f64() - allowance).max(0.0)),
+            bound: p.delay_bound,
         };
         let packing = meshcast_plan::pack(&g, self.cfg.model);
         let cut = meshcast_plan::critical_cut(&g, self.cfg.model);

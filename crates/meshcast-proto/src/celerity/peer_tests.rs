@@ -285,7 +285,7 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
 /// largest `U′` is past the ceiling scales its price by
 /// `(U′/ceiling)^e`, following it over about two seconds, so its queue
 /// settles at `U′^(1−e)·ceiling^e`; not in the start's quick-start window,
-/// and not for a session below the ceiling.
+/// not for a session below the ceiling, and never the delay guard's part.
 #[test]
 fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
     let mut c = cfg(3, 0);
@@ -296,14 +296,17 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
     // Session 2's price on link 1 → 0 with a steady 50-ms queue, after
     // `intervals` control intervals, its `U′` 0.27 s: (0.27/0.08)^(2/3) =
     // 1.5² = 2.25.
-    let price = |c: &CelerityConfig, uprime: f64, start: bool, intervals: usize| {
+    let price_at = |c: &CelerityConfig, queue: f64, uprime: f64, start: bool, intervals: usize| {
         let mut peer = crossing_peer(c);
         peer.sessions[2].uprime = uprime;
         for _ in 0..intervals {
-            measured(&mut peer.incoming[1], 0.05, true);
+            measured(&mut peer.incoming[1], queue, true);
             peer.update_rates(1, 1.0, true, false, 0.2, start);
         }
         peer.incoming[1].price
+    };
+    let price = |c: &CelerityConfig, uprime: f64, start: bool, intervals: usize| {
+        price_at(c, 0.05, uprime, start, intervals)
     };
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     let first = price(&c, 0.27, false, 1);
@@ -324,6 +327,14 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
     let mut off = c.clone();
     off.params.queue_ceiling = None;
     assert!(close(price(&off, 0.27, false, 200), 0.05));
+    // With the delay guard: a 170-ms queue is 10 ms past its knee (200 −
+    // 40 ms), which adds `late_gain`·0.01 s unscaled. Scaled, it charged a
+    // slow session more for the same lateness, slowed it further, and a
+    // dumbbell with 125 ms of propagation on its bottleneck fell to nothing.
+    let mut guarded = c.clone();
+    guarded.params.late_gain = 4.0;
+    let both = price_at(&guarded, 0.17, 0.27, false, 200);
+    assert!(close(both, 2.25 * 0.17 + 4.0 * 0.01), "{both}");
 }
 
 /// The price link 1 → 0 charges after one control interval with a steady
