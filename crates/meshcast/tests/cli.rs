@@ -64,6 +64,20 @@ fn window(f: &Value, from: u64) -> &Value {
         .unwrap()
 }
 
+/// Over `sessions`' windows from `from` s: the least of `of(window)` and
+/// the most loss.
+fn worst_of(s: &Value, sessions: &[&str], from: u64, of: impl Fn(&Value) -> f64) -> (f64, f64) {
+    sessions.iter().fold((f64::MAX, 0.0f64), |(r, l), p| {
+        let w = window(flow(s, p), from);
+        (r.min(of(w)), l.max(num(&w["loss"])))
+    })
+}
+
+/// A session window's lowest receiver as a fraction of its coded optimum.
+fn of_optimum(w: &Value) -> f64 {
+    num(&w["recv_kbps_min"]) / num(&w["optimum_kbps"])
+}
+
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -301,14 +315,7 @@ fn a_shorter_delay_bound_keeps_its_margins_and_its_queue_inside_it() {
     let dir = tempfile::tempdir().unwrap();
     let run = |sets: &[&str]| scenario_with_sets(dir.path(), "celerity/dumbbell-steady.toml", sets);
     // The worst receiver and the worst loss over the sessions.
-    let worst = |s: &Value| {
-        ["A", "B", "C", "D"]
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(r, l), p| {
-                let w = &flow(s, p)["windows"][0];
-                (r.min(num(&w["recv_kbps_min"])), l.max(num(&w["loss"])))
-            })
-    };
+    let worst = |s: &Value| worst_of(s, &["A", "B", "C", "D"], 120, |w| num(&w["recv_kbps_min"]));
     let (recv, loss) = worst(&run(&["conference.delay_bound_ms=100"]));
     assert!(recv >= 216.0 && loss <= 0.02, "100 ms: {recv}, {loss}");
     let (_, loss) = worst(&run(&[
@@ -640,14 +647,11 @@ fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
     // The worst lowest receiver's fraction of its optimum and the worst
     // loss over the sessions, each session's mean delay within the bound.
     let worst = |s: &Value| {
-        ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"]
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(r, l), p| {
-                let w = window(flow(s, p), 100);
-                assert!(num(&w["delay_ms_mean"]) <= 200.0, "{p}: {w}");
-                let ratio = num(&w["recv_kbps_min"]) / num(&w["optimum_kbps"]);
-                (r.min(ratio), l.max(num(&w["loss"])))
-            })
+        let sessions = ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"];
+        worst_of(s, &sessions, 100, |w| {
+            assert!(num(&w["delay_ms_mean"]) <= 200.0, "{w}");
+            of_optimum(w)
+        })
     };
     let (ratio, loss) = worst(&run(&[]));
     assert!(ratio >= 0.75 && loss <= 0.18, "defaults: {ratio}, {loss}");
@@ -680,15 +684,7 @@ fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
 #[test]
 fn celerity_delay_guard_keeps_a_long_path_in_time() {
     let dir = tempfile::tempdir().unwrap();
-    let worst = |s: &Value| -> (f64, f64) {
-        ["P0", "P1", "P2", "P3"]
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(r, l), p| {
-                let w = window(flow(s, p), 100);
-                let ratio = num(&w["recv_kbps_min"]) / num(&w["optimum_kbps"]);
-                (r.min(ratio), l.max(num(&w["loss"])))
-            })
-    };
+    let worst = |s: &Value| worst_of(s, &["P0", "P1", "P2", "P3"], 100, of_optimum);
     let on = scenario_json(dir.path(), "celerity/random-late.toml", &[]);
     let (ratio, loss) = worst(&on);
     assert!(
