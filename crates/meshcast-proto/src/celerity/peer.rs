@@ -39,6 +39,23 @@ pub struct CelerityParams {
     pub quick_start: Duration,
     /// Step multiplier during quick start.
     pub quick_start_gain: f64,
+    /// Step multiplier, in the start's quick-start window, of the interval
+    /// in which a link's quick start ends (the landing), for the sessions
+    /// whose own congestion signal ended it (their cut crosses the link
+    /// and its queue, with the loss, has reached half their `U′`); the
+    /// link's other sessions step at `quick_start_gain` in that interval,
+    /// and every session at 1 after it. That interval sees the
+    /// overshoot's queue and its trend at once (a price of about three
+    /// times `U′` on the dumbbell), and at ×8 it cut the link's sessions by
+    /// 18–24% in one step, which took D's session from 246 to 202 kbit/s
+    /// and left two seconds under 90% of its optimum. Landing every
+    /// session on the link held joins back (a join at one of nine
+    /// neighbouring points never came back to 90% within a minute), as
+    /// did landing after a join or a leave, where the congestion that
+    /// ends quick start is an overrun that must clear fast (see
+    /// [`CelerityParams::resume`]); there the interval keeps
+    /// `quick_start_gain` (docs/celerity.md, "The landing").
+    pub landing_gain: f64,
     /// Step multiplier once the rates have settled. Rule (10)'s relative
     /// gradient `(U′ − price)/U′` for a session whose cut crosses a link is
     /// split in two: its own part `(U′ − Ū′)/U′`, with `Ū′` the mean `U′`
@@ -54,12 +71,18 @@ pub struct CelerityParams {
     /// over about 4 s and single seconds fell short of their windows'
     /// bounds. The split keeps κ: it settles slowly already (a time
     /// constant of about 14 s), and slowing it kept a member who joined
-    /// under 90% of its optimum for minutes. Within the window, and on a
-    /// link far from equilibrium (a queue the guards or a loss burst price
-    /// high, an emptied queue after a deep cut), the step stays κ, so
-    /// convergence after the start, a join, a leave or a failure, the
-    /// response to congestion and the climb back after a cut are as fast
-    /// as before (docs/celerity.md, "The steady gain").
+    /// under 90% of its optimum for minutes. The steady gain also acts in
+    /// the start's quick-start window on a link whose quick start has
+    /// ended: the first swing after it otherwise took the dumbbell's
+    /// sessions 4–5% under their rate for a second (docs/celerity.md,
+    /// "The landing"). Within a window opened later (a join, a leave, a
+    /// link going down or coming back), and on a link far from equilibrium
+    /// (a queue the guards or a loss burst price high, an emptied queue
+    /// after a deep cut), the step stays κ, so convergence after a join, a
+    /// leave or a failure, the response to congestion and the climb back
+    /// after a cut are as fast as before; with it in those windows too, a
+    /// joining member's sessions took longer (docs/celerity.md, "The
+    /// steady gain").
     pub steady_gain: f64,
     /// Weight of the queuing delay's trend in the price: a link's price is
     /// `loss + max(0, q + damping·dq/dt)`. The loop is an integrator (the
@@ -177,20 +200,29 @@ pub struct CelerityParams {
     /// the window it costs nothing measurable there (docs/celerity.md,
     /// "The balance").
     pub balance: f64,
-    /// Lending spare rate during quick start. Rule (10) raises a session's
-    /// rate on a link only while the session's critical cut crosses the
-    /// link, so the links it will need once the cut moves (at the start,
-    /// each office's LAN links for relaying; after a join, the LAN link to
-    /// the newcomer) sit at `initial_rate_kbps` until then, and meanwhile
-    /// the trees cross the bottleneck twice. With `spare`, within the
-    /// quick-start window, a calm link (price below [`SPARE_PRICE`] of the
-    /// session's `U′`) whose fixed delay (propagation plus a data packet's
-    /// serialisation) is short (at most
+    /// Lending spare rate. Rule (10) raises a session's rate on a link only
+    /// while the session's critical cut crosses the link, so the links it
+    /// will need once the cut moves (at the start, each office's LAN links
+    /// for relaying; after a join, the LAN link to the newcomer) sit at
+    /// `initial_rate_kbps` until then, and meanwhile the trees cross the
+    /// bottleneck twice. With `spare`, a calm link (price below
+    /// [`SPARE_PRICE`] of the session's `U′`) whose fixed delay
+    /// (propagation plus a data packet's serialisation) is short (at most
     /// [`SPARE_PROPAGATION`] of the delay bound) also raises every session
     /// its cut does not cross, at the link's step, up to the session's own
-    /// rate `R = β/U′ − δ`; what it lends stays after the window. Long links
-    /// lend nothing: relaying over them spends delay budget that the
-    /// queues then overrun (docs/celerity.md, "Spare lending").
+    /// rate `R = β/U′ − δ`. Long links lend nothing: relaying over them
+    /// spends delay budget that the queues then overrun (docs/celerity.md,
+    /// "Spare lending").
+    ///
+    /// Within a quick-start window a link is calm by the interval's price.
+    /// Outside the windows it must also be calm on its one-second
+    /// averages (loss before recovery plus queuing delay): one interval
+    /// brings a few packets, and a link that loses 5% at random is calm in
+    /// most of them. Lending after the window keeps a calm link's rate up
+    /// with its sessions' rates as they grow, where otherwise it stays
+    /// where the window left it; without it Mutualcast's sessions, whose
+    /// relay trees start on such links, split the dumbbell's bottleneck
+    /// unevenly for minutes (docs/celerity.md, "The landing").
     pub spare: bool,
     /// Resuming quick start, as a fraction of where it ended (0 turns it
     /// off). Quick start ends on a link at its first congestion, and after
@@ -274,6 +306,7 @@ impl Default for CelerityParams {
             step: 0.015,
             quick_start: Duration::from_secs(30),
             quick_start_gain: 8.0,
+            landing_gain: 2.0,
             steady_gain: 0.5,
             damping: Duration::from_millis(1500),
             queue_ceiling: Some(Duration::from_millis(80)),
@@ -753,6 +786,7 @@ impl CelerityPeer {
             ("delta_kbps", p.delta_kbps),
             ("step", p.step),
             ("quick_start_gain", p.quick_start_gain),
+            ("landing_gain", p.landing_gain),
             ("steady_gain", p.steady_gain),
             ("ceiling_exponent", p.ceiling_exponent),
         ] {
@@ -1145,10 +1179,10 @@ impl CelerityPeer {
             let bound = p.delay_bound.as_secs_f64();
             (
                 (bound - fixed - p.late_margin.as_secs_f64()).max(0.0),
-                // Spare lending (see `CelerityParams::spare`): within the
-                // quick-start window, on a short link (a data packet's
-                // serialisation counts: it spends delay budget too).
-                p.spare && window && fixed <= SPARE_PROPAGATION * bound,
+                // Spare lending (see `CelerityParams::spare`): on a short
+                // link (a data packet's serialisation counts: it spends
+                // delay budget too).
+                p.spare && fixed <= SPARE_PROPAGATION * bound,
             )
         };
         let late_gain = self.cfg.params.late_gain;
@@ -1156,6 +1190,7 @@ impl CelerityPeer {
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
         let steady_gain = self.cfg.params.steady_gain;
+        let landing = self.cfg.params.landing_gain;
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -1258,6 +1293,19 @@ impl CelerityPeer {
         let price = k * queue_price + guard;
         inc.price = price;
         inc.in_cut = [false; MAX_PARTICIPANTS];
+        // Quick start ends in this interval once the queue (with the loss)
+        // reaches half the `U′` of a session whose cut crosses the link;
+        // in the start's window those sessions land in it (see
+        // `CelerityParams::landing_gain`), and every session steps at κ
+        // after it.
+        let ends = ramping
+            && (0..self.n)
+                .filter(|&m| m != self.me && self.present[m])
+                .any(|m| terms[m].0 > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * terms[m].1);
+        if ends {
+            inc.ramping = false;
+            inc.ramp_end = rates_before;
+        }
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let (gain, uprime) = terms[m];
             inc.in_cut[m] = gain > 0.0;
@@ -1273,8 +1321,10 @@ impl CelerityPeer {
             // below this price.
             let calm = price < SPARE_PRICE * uprime;
             // Spare lending: a calm, short link raises a session whose cut
-            // does not cross it as far as the session's own rate.
-            let lend = lends && gain <= 0.0 && calm && own.is_some_and(|r| c < r);
+            // does not cross it as far as the session's own rate; outside
+            // the windows only if calm on its one-second averages too.
+            let settled_calm = window || inc.raw_loss + inc.qslow < SPARE_PRICE * uprime;
+            let lend = lends && gain <= 0.0 && calm && settled_calm && own.is_some_and(|r| c < r);
             let rel = if lend {
                 1.0
             } else if uprime > 0.0 {
@@ -1284,14 +1334,16 @@ impl CelerityPeer {
             } else {
                 0.0
             };
-            if gain > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * uprime && inc.ramping {
-                inc.ramping = false;
-                inc.ramp_end = rates_before;
-            }
             // Resuming (see `CelerityParams::resume`): a calm link takes a
             // session back up at quick start's pace towards where quick
             // start ended on it.
-            let q = if ramping || (resumes && calm && c < resume * ramp_end[m]) {
+            // The landing (see `CelerityParams::landing_gain`): in the
+            // start's window, the interval that ends the link's quick
+            // start, for a session whose own signal ended it.
+            let lands = gain > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * uprime;
+            let q = if ends && start && lands {
+                landing
+            } else if ramping || (resumes && calm && c < resume * ramp_end[m]) {
                 quick
             } else {
                 1.0
@@ -1307,7 +1359,11 @@ impl CelerityPeer {
             } else {
                 (0.0, rel)
             };
-            let settled = if window || calm || common.abs() >= STEADY_BAND {
+            // Within a window the step stays κ, except in the start's once
+            // the link's quick start has ended (see
+            // `CelerityParams::steady_gain`).
+            let unsettled = window && (!start || ramping);
+            let settled = if unsettled || calm || common.abs() >= STEADY_BAND {
                 1.0
             } else {
                 steady_gain

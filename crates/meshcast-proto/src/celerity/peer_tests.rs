@@ -148,18 +148,23 @@ fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
     assert!(three[0] > 0.0 && three[1] < 0.0, "{three:?}");
 }
 
+/// A session whose source has spoken: its `U′` and critical cut.
+fn known_session(uprime: f64, relay_side: u16, recv_side: u16) -> SessionInfo {
+    SessionInfo {
+        known: true,
+        uprime,
+        relay_side,
+        recv_side,
+        ..SessionInfo::default()
+    }
+}
+
 /// Peer 0 of three whose link 1 → 0 is in session 2's cut (`U′` = 0.1 s;
 /// 1 relays, 0 receives beyond the cut), quick start over on that link.
 fn crossing_peer(c: &CelerityConfig) -> CelerityPeer {
     let mut peer = CelerityPeer::new(c.clone()).unwrap();
     peer.present = vec![true; 3];
-    peer.sessions[2] = SessionInfo {
-        known: true,
-        uprime: 0.1,
-        relay_side: 0b111,
-        recv_side: 0b110,
-        ..SessionInfo::default()
-    };
+    peer.sessions[2] = known_session(0.1, 0b111, 0b110);
     peer.incoming[1].ramping = false;
     peer
 }
@@ -210,10 +215,12 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
 }
 
 /// The steady gain (`CelerityParams::steady_gain`): outside the
-/// quick-start window, on a link near its equilibrium (the price within
+/// quick-start window, and in the start's window once the link's quick
+/// start has ended, on a link near its equilibrium (the price within
 /// [`STEADY_BAND`] of `U′` from the sessions' mean `U′`), the sessions'
-/// common motion steps at `steady_gain·κ` and their split at κ; within the
-/// window, or far from equilibrium, everything steps at κ.
+/// common motion steps at `steady_gain·κ` and their split at κ; within a
+/// later window, within the start's while the link's quick start lasts, or
+/// far from equilibrium, everything steps at κ.
 #[test]
 fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     let mut c = cfg(3, 0);
@@ -229,34 +236,38 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     // always has its cut across the link (1 relays, 0 receives beyond
     // it); session 1, with `shared`, too (`U′` = 0.12 s, 1 its source and
     // 0 beyond its relay side).
-    let change = |queue: f64, window: bool, shared: bool| {
+    let change_in = |queue: f64, window: bool, start: bool, ramping: bool, shared: bool| {
         let mut peer = crossing_peer(&c);
+        peer.incoming[1].ramping = ramping;
         if shared {
-            peer.sessions[1] = SessionInfo {
-                known: true,
-                uprime: 0.12,
-                relay_side: 0b110,
-                recv_side: 0b110,
-                ..SessionInfo::default()
-            };
+            peer.sessions[1] = known_session(0.12, 0b110, 0b110);
         }
         let inc = &mut peer.incoming[1];
         inc.rates[1] = 100.0;
         inc.rates[2] = 100.0;
         measured(inc, queue, true);
-        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.update_rates(1, 1.0, window, false, 0.2, start);
         let r = peer.incoming[1].rates;
         (r[1] - 100.0, r[2] - 100.0)
     };
+    let change =
+        |queue: f64, window: bool, shared: bool| change_in(queue, window, false, false, shared);
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // Session 2 alone, near equilibrium (gradient 0.2, then −0.5).
     let (_, near) = change(0.08, false, false);
     assert!(close(near, gain * step * 100.0 * 0.2), "{near}");
     let (_, above) = change(0.15, false, false);
     assert!(close(above, -gain * step * 100.0 * 0.5), "{above}");
-    // The same within the quick-start window.
+    // The same within a quick-start window opened after the start's.
     let (_, window) = change(0.08, true, false);
     assert!(close(window, step * 100.0 * 0.2), "{window}");
+    // Within the start's window: at the steady gain once the link's quick
+    // start has ended, at κ while it lasts (with quick start's multiplier
+    // of 1 here, to see the steady gain alone).
+    let (_, ended) = change_in(0.08, true, true, false, false);
+    assert!(close(ended, gain * step * 100.0 * 0.2), "{ended}");
+    let (_, ramping) = change_in(0.02, true, true, true, false);
+    assert!(close(ramping, step * 100.0 * 0.8), "{ramping}");
     // Far from it: a queue of twice `U′` (gradient −1), an empty queue
     // (gradient 1).
     let (_, far) = change(0.2, false, false);
@@ -279,6 +290,98 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
         close(two, step * 100.0 * (-0.01 + gain * 0.02) / 0.1),
         "{two}"
     );
+}
+
+/// The landing (`CelerityParams::landing_gain`): in the start's
+/// quick-start window, the interval in which a link's quick start ends
+/// (its queue reaches half of a session's `U′`) steps at `landing_gain·κ`
+/// for that session, the intervals before it at `quick_start_gain·κ`; in
+/// a window opened later the ending interval keeps `quick_start_gain`.
+#[test]
+fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
+    let mut c = cfg(3, 0);
+    c.params.spare = false;
+    c.params.balance = 0.0;
+    c.params.late_gain = 0.0;
+    c.params.queue_ceiling = None;
+    let (step, quick, landing) = (
+        c.params.step,
+        c.params.quick_start_gain,
+        c.params.landing_gain,
+    );
+    assert!(landing < quick);
+    // Session 2's rate on link 1 → 0 (100 kbit/s, `U′` = 0.1 s) after one
+    // interval with a steady queue, the link still in quick start.
+    let change = |queue: f64, start: bool| {
+        let mut peer = crossing_peer(&c);
+        peer.incoming[1].ramping = true;
+        peer.incoming[1].rates[2] = 100.0;
+        measured(&mut peer.incoming[1], queue, true);
+        peer.update_rates(1, quick, true, false, 0.2, start);
+        (peer.incoming[1].rates[2] - 100.0, peer.incoming[1].ramping)
+    };
+    // With session 1 on the link too (its cut across it, `U′` = 0.4 s,
+    // 50 kbit/s): its rate's change in the same interval.
+    let other = |queue: f64| {
+        let mut peer = crossing_peer(&c);
+        peer.sessions[1] = known_session(0.4, 0b110, 0b110);
+        peer.incoming[1].ramping = true;
+        peer.incoming[1].rates[1] = 50.0;
+        peer.incoming[1].rates[2] = 100.0;
+        measured(&mut peer.incoming[1], queue, true);
+        peer.update_rates(1, quick, true, false, 0.2, true);
+        assert!(peer.incoming[1].in_cut[1] && !peer.incoming[1].ramping);
+        peer.incoming[1].rates[1] - 50.0
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // Below half of U′ quick start goes on at its gain.
+    let (before, ramping) = change(0.04, true);
+    assert!(ramping);
+    assert!(close(before, quick * step * 100.0 * 0.6), "{before}");
+    // At 0.15 s (gradient −0.5) it ends, landing at the landing gain.
+    let (land, ramping) = change(0.15, true);
+    assert!(!ramping);
+    assert!(close(land, -landing * step * 100.0 * 0.5), "{land}");
+    // After a join: the same interval at quick start's gain.
+    let (later, _) = change(0.15, false);
+    assert!(close(later, -quick * step * 100.0 * 0.5), "{later}");
+    // A session whose own signal has not fired (0.15 s is under half of
+    // its 0.4) steps at quick start's gain in that interval (gradient
+    // 0.625).
+    let more = other(0.15);
+    assert!(close(more, quick * step * 50.0 * 0.625), "{more}");
+}
+
+/// Spare lending (`CelerityParams::spare`) on a short link: within the
+/// quick-start window a link calm in the interval lends; outside it only
+/// a link also calm on its one-second averages (one interval of a link
+/// that loses 5% at random usually loses nothing).
+#[test]
+fn spare_lending_outside_the_window_needs_calm_averages() {
+    let mut c = cfg(3, 0);
+    c.params.balance = 0.0;
+    let (step, quick) = (c.params.step, c.params.quick_start_gain);
+    // Session 1's rate on link 1 → 0 (50 kbit/s; its `U′` 0.12 s, its
+    // own rate 140 kbit/s, its cut not across the link: 0 on its relay
+    // side) after one loss-free interval without a queue.
+    let lent = |window: bool, raw_loss: f64| {
+        let mut peer = crossing_peer(&c);
+        peer.sessions[1] = known_session(0.12, 0b111, 0b100);
+        let inc = &mut peer.incoming[1];
+        inc.rates[1] = 50.0;
+        inc.raw_loss = raw_loss;
+        measured(inc, 0.0, true);
+        let q = if window { quick } else { 1.0 };
+        peer.update_rates(1, q, window, false, 0.2, false);
+        assert!(!peer.incoming[1].in_cut[1]);
+        peer.incoming[1].rates[1] - 50.0
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // The link's quick start is over: it lends at κ (at quick start's
+    // gain while that lasts).
+    assert!(close(lent(true, 0.05), step * 50.0));
+    assert!(close(lent(false, 0.0), step * 50.0));
+    assert!(close(lent(false, 0.05), 0.0));
 }
 
 /// The queue ceiling (`CelerityParams::queue_ceiling`): a link whose
