@@ -1298,10 +1298,12 @@ impl CelerityPeer {
         // in the start's window those sessions land in it (see
         // `CelerityParams::landing_gain`), and every session steps at κ
         // after it.
+        let congestion = k * (inc.loss + inc.qdelay);
+        let signals = |(gain, uprime): (f64, f64)| gain > 0.0 && congestion >= 0.5 * uprime;
         let ends = ramping
             && (0..self.n)
                 .filter(|&m| m != self.me && self.present[m])
-                .any(|m| terms[m].0 > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * terms[m].1);
+                .any(|m| signals(terms[m]));
         if ends {
             inc.ramping = false;
             inc.ramp_end = rates_before;
@@ -1340,8 +1342,7 @@ impl CelerityPeer {
             // The landing (see `CelerityParams::landing_gain`): in the
             // start's window, the interval that ends the link's quick
             // start, for a session whose own signal ended it.
-            let lands = gain > 0.0 && k * (inc.loss + inc.qdelay) >= 0.5 * uprime;
-            let q = if ends && start && lands {
+            let q = if ends && start && signals((gain, uprime)) {
                 landing
             } else if ramping || (resumes && calm && c < resume * ramp_end[m]) {
                 quick

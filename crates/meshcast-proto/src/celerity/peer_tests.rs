@@ -148,6 +148,18 @@ fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
     assert!(three[0] > 0.0 && three[1] < 0.0, "{three:?}");
 }
 
+/// Peer 0 of three whose links charge their queue alone (no delay or age
+/// guard, no queue ceiling) and move each session by rule (10) alone (no
+/// spare lending, no balance).
+fn queue_priced_cfg() -> CelerityConfig {
+    let mut c = cfg(3, 0);
+    c.params.spare = false;
+    c.params.balance = 0.0;
+    c.params.late_gain = 0.0;
+    c.params.queue_ceiling = None;
+    c
+}
+
 /// A session whose source has spoken: its `U′` and critical cut.
 fn known_session(uprime: f64, relay_side: u16, recv_side: u16) -> SessionInfo {
     SessionInfo {
@@ -223,12 +235,7 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
 /// far from equilibrium, everything steps at κ.
 #[test]
 fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
-    let mut c = cfg(3, 0);
-    c.params.spare = false;
-    c.params.balance = 0.0;
-    // The price is the queue alone (no delay guard, no ceiling).
-    c.params.late_gain = 0.0;
-    c.params.queue_ceiling = None;
+    let c = queue_priced_cfg();
     let (step, gain) = (c.params.step, c.params.steady_gain);
     assert!(gain < 1.0);
     // The rates of sessions 1 and 2 on link 1 → 0 (both 100 kbit/s)
@@ -299,11 +306,7 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
 /// a window opened later the ending interval keeps `quick_start_gain`.
 #[test]
 fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
-    let mut c = cfg(3, 0);
-    c.params.spare = false;
-    c.params.balance = 0.0;
-    c.params.late_gain = 0.0;
-    c.params.queue_ceiling = None;
+    let c = queue_priced_cfg();
     let (step, quick, landing) = (
         c.params.step,
         c.params.quick_start_gain,
