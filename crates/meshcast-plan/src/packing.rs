@@ -27,7 +27,7 @@
 //! tree then gets the largest rate `δ` that keeps the residual capacity at
 //! `k − δ` (found by bisection — the residual capacity is concave in `δ`).
 
-use crate::maxflow::{FlowGraph, INF, Scratch};
+use crate::maxflow::{FlowGraph, Flows, INF, Scratch};
 use meshcast_core::Duration;
 
 /// Which trees a session may use.
@@ -604,15 +604,16 @@ fn greedy_arborescences(
     let n = fg.n;
     let mut g = fg.clone();
     let mut scratch = Scratch::default();
-    let capacity = |g: &FlowGraph, s: &mut Scratch| g.min_max_flow(0, sinks, s).map_or(0, |x| x.0);
-    let mut k = capacity(&g, &mut scratch);
+    // Every sink's max-flow in the residual graph, kept: most of the
+    // invariant tests below are answered from them (see `Flows`).
+    let mut flows = g.flows(0, sinks, &mut scratch);
+    let mut k = flows.min();
     let mut out = Vec::new();
     let mut is_sink = vec![false; n];
     for &t in sinks {
         is_sink[t] = true;
     }
     let max_trees = 4 * n * n + 64;
-    let mut probe = g.clone();
     // Once the exact search has failed for one tree it is not tried for
     // the next: it fails the same way (the delay bound admits no tree
     // that keeps the invariant), and every failure spends its whole
@@ -623,9 +624,9 @@ fn greedy_arborescences(
         let mut search = Search {
             g: &g,
             k,
+            flows: &flows,
             is_sink: &is_sink,
             delay: delay.as_ref(),
-            probe: &mut probe,
             scratch: &mut scratch,
             budget: 8 * n * n,
             sinks,
@@ -671,23 +672,17 @@ fn greedy_arborescences(
         let rate = if exact {
             // Largest δ with capacity(g - δ·1_T) = k - δ (an interval
             // [0, δ*] since capacity(g - δ·1_T) + δ is concave and ≤ k).
-            let fits = |d: u64, probe: &mut FlowGraph, scratch: &mut Scratch| {
-                probe.cap.copy_from_slice(&g.cap);
-                for &(a, b) in &edges {
-                    let c = probe.get(a, b);
-                    if c < INF {
-                        probe.set(a, b, c - d);
-                    }
-                }
-                probe.all_reach(0, sinks, k - d, scratch)
+            let fits = |d: u64, scratch: &mut Scratch| {
+                let tree = edges.iter().copied();
+                flows.all_reach_after(&g, 0, sinks, tree, d, k - d, scratch)
             };
             let (mut lo, mut hi) = (1u64, bottleneck);
-            if fits(hi, &mut probe, &mut scratch) {
+            if fits(hi, &mut scratch) {
                 lo = hi;
             } else {
                 while hi - lo > 1 {
                     let mid = lo + (hi - lo) / 2;
-                    if fits(mid, &mut probe, &mut scratch) {
+                    if fits(mid, &mut scratch) {
                         lo = mid;
                     } else {
                         hi = mid;
@@ -698,6 +693,7 @@ fn greedy_arborescences(
         } else {
             bottleneck
         };
+        flows.follow(&g, 0, sinks, edges.iter().copied(), rate, &mut scratch);
         for &(u, v) in &edges {
             let c = g.get(u, v);
             if c < INF {
@@ -705,7 +701,7 @@ fn greedy_arborescences(
             }
         }
         out.push((parent, rate));
-        k = capacity(&g, &mut scratch);
+        k = flows.min();
     }
     out
 }
@@ -741,9 +737,10 @@ impl Grow {
 struct Search<'a> {
     g: &'a FlowGraph,
     k: u64,
+    /// The sinks' max-flows in `g`.
+    flows: &'a Flows,
     is_sink: &'a [bool],
     delay: Option<&'a DelayFn<'a>>,
-    probe: &'a mut FlowGraph,
     scratch: &'a mut Scratch,
     /// Capacity evaluations left before giving up on exactness.
     budget: usize,
@@ -758,15 +755,10 @@ impl Search<'_> {
             return true;
         }
         self.budget = self.budget.saturating_sub(1);
-        self.probe.cap.copy_from_slice(&self.g.cap);
-        for &(a, b) in edges.iter().chain(std::iter::once(&e)) {
-            let c = self.probe.get(a, b);
-            if c < INF {
-                self.probe.set(a, b, c - 1);
-            }
-        }
-        self.probe
-            .all_reach(0, self.sinks, self.k.saturating_sub(1), self.scratch)
+        let with_e = edges.iter().copied().chain(std::iter::once(e));
+        let need = self.k.saturating_sub(1);
+        self.flows
+            .all_reach_after(self.g, 0, self.sinks, with_e, 1, need, self.scratch)
     }
 
     /// Grow `st` until it reaches every sink. With `exact`, only edges
