@@ -193,34 +193,35 @@ fn bench(c: &mut Criterion) {
             ("deep", Model::Deep),
             ("mutualcast", Model::Mutualcast),
         ] {
-            let mut g = c.benchmark_group(format!("plan/pack/n{n}"));
-            g.throughput(Throughput::Elements(GRAPHS as u64));
-            // Packing 16 members' deep trees takes milliseconds a graph.
-            if n >= 16 {
-                g.sample_size(10);
-            }
-            g.bench_function(name, |b| {
-                b.iter(|| {
-                    cs.iter()
-                        .map(|c| pack(black_box(&c.graph()), model).rate)
-                        .sum::<u64>()
-                })
+            time_all(c, &format!("plan/pack/n{n}"), name, &cs, |g| {
+                pack(g, model).rate
             });
-            g.finish();
         }
         for (name, model) in [("twohop", Model::TwoHop), ("deep", Model::Deep)] {
-            let mut g = c.benchmark_group(format!("plan/critical_cut/n{n}"));
-            g.throughput(Throughput::Elements(GRAPHS as u64));
-            g.bench_function(name, |b| {
-                b.iter(|| {
-                    cs.iter()
-                        .map(|c| critical_cut(black_box(&c.graph()), model).rate)
-                        .sum::<u64>()
-                })
-            });
-            g.finish();
+            let group = format!("plan/critical_cut/n{n}");
+            time_all(c, &group, name, &cs, |g| critical_cut(g, model).rate);
         }
     }
+}
+
+/// Time `f` over all of `cs`, as `group/name`.
+fn time_all(
+    c: &mut Criterion,
+    group: &str,
+    name: &str,
+    cs: &[Case],
+    f: impl Fn(&SessionGraph<'_>) -> u64,
+) {
+    let mut g = c.benchmark_group(group);
+    g.throughput(Throughput::Elements(cs.len() as u64));
+    // Packing 16 members' trees takes milliseconds a graph.
+    if cs.first().is_some_and(|c| c.n >= 16) {
+        g.sample_size(10);
+    }
+    g.bench_function(name, |b| {
+        b.iter(|| cs.iter().map(|c| f(black_box(&c.graph()))).sum::<u64>())
+    });
+    g.finish();
 }
 
 criterion_group!(benches, bench);

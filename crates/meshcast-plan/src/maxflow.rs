@@ -133,23 +133,9 @@ impl FlowGraph {
     /// After [`FlowGraph::max_flow`] from `s`: the nodes reachable from `s`
     /// in the residual graph — the source side of a minimum cut.
     pub(crate) fn source_side(&self, s: usize, scratch: &mut Scratch) -> Vec<bool> {
-        let n = self.n;
-        let mut seen = vec![false; n];
-        seen[s] = true;
-        scratch.queue.clear();
-        scratch.queue.push(s);
-        let mut head = 0;
-        while head < scratch.queue.len() {
-            let u = scratch.queue[head];
-            head += 1;
-            for (v, seen_v) in seen.iter_mut().enumerate() {
-                if !*seen_v && scratch.resid[u * n + v] > 0 {
-                    *seen_v = true;
-                    scratch.queue.push(v);
-                }
-            }
-        }
-        seen
+        // A search for no node visits every node reachable from `s`.
+        scratch.path(self.n, s, |_| false);
+        scratch.prev.iter().map(|&p| p != usize::MAX).collect()
     }
 
     /// The minimum over `receivers` of the max-flow from `s`, and the
