@@ -285,15 +285,15 @@ impl Flows {
         // is usually the one that says so, and the others are not needed.
         doubtful.sort_unstable();
         let all = doubtful.iter().all(|&(_, i)| {
-            self.repaired(i, g, s, sinks[i], finite.clone(), d, scratch)
-                .is_some_and(|f| scratch.augment(n, s, sinks[i], f, need) >= need)
-                || {
-                    // The repair found no path where one must exist:
-                    // answer from scratch (a guard; the tests never reach
-                    // it).
+            match self.repaired(i, g, s, sinks[i], finite.clone(), d, scratch) {
+                Some(f) => scratch.augment(n, s, sinks[i], f, need) >= need,
+                // The repair found no path where one must exist: answer
+                // from scratch (a guard; the tests never reach it).
+                None => {
                     let g = reduced(g, finite.clone(), d);
                     g.flow_up_to(s, sinks[i], need, scratch) >= need
                 }
+            }
         });
         scratch.doubtful = doubtful;
         all
