@@ -181,6 +181,11 @@ fn crossing_peer(c: &CelerityConfig) -> CelerityPeer {
     peer
 }
 
+/// Equal up to floating-point rounding (the rate-rule tests' steps).
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
 /// One control interval's measurements on a link: ten packets behind a
 /// queue of `queue` seconds; with `steady`, a queue that stood there
 /// before (no trend, its one-second average already there).
@@ -259,7 +264,6 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     };
     let change =
         |queue: f64, window: bool, shared: bool| change_in(queue, window, false, false, shared);
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // Session 2 alone, near equilibrium (gradient 0.2, then −0.5).
     let (_, near) = change(0.08, false, false);
     assert!(close(near, gain * step * 100.0 * 0.2), "{near}");
@@ -336,7 +340,6 @@ fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
         assert!(peer.incoming[1].in_cut[1] && !peer.incoming[1].ramping);
         peer.incoming[1].rates[1] - 50.0
     };
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // Below half of U′ quick start goes on at its gain.
     let (before, ramping) = change(0.04, true);
     assert!(ramping);
@@ -379,7 +382,6 @@ fn spare_lending_outside_the_window_needs_calm_averages() {
         assert!(!peer.incoming[1].in_cut[1]);
         peer.incoming[1].rates[1] - 50.0
     };
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     // The link's quick start is over: it lends at κ (at quick start's
     // gain while that lasts).
     assert!(close(lent(true, 0.05), step * 50.0));
@@ -414,7 +416,6 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
     let price = |c: &CelerityConfig, uprime: f64, start: bool, intervals: usize| {
         price_at(c, 0.05, uprime, start, intervals)
     };
-    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
     let first = price(&c, 0.27, false, 1);
     assert!(close(first, 0.05 * (1.0 + 0.1 * 1.25)), "{first}");
     let settled = price(&c, 0.27, false, 200);
