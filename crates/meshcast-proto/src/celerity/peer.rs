@@ -4,7 +4,7 @@ use super::base_delay::BaseDelay;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
-use meshcast_plan::{Model, SessionGraph, Tree};
+use meshcast_plan::{Cut, Model, Packing, SessionGraph, Tree};
 use std::collections::VecDeque;
 use thiserror::Error;
 
@@ -689,6 +689,24 @@ struct Source {
     last_send: Option<Time>,
     /// When the trees were last packed.
     last_pack: Option<Time>,
+    /// The last planning's input and answer (see [`Plan`]).
+    plan: Option<Plan>,
+}
+
+/// One planning of a session: the graph the source saw (members, and each
+/// edge's rate in bit/s and delay, as handed to the planner) with the trees
+/// and the critical cut packed for it. About one repacking in six on the
+/// random eight-member underlays sees exactly the graph the one before it
+/// saw (a tail's heartbeat repeats the rates it last sent); the planner
+/// is a pure function, so those reuse this answer rather than recompute
+/// it (`docs/celerity.md`, "Planner speed").
+#[derive(Clone, Debug)]
+struct Plan {
+    members: Vec<usize>,
+    rates: Vec<u64>,
+    delays: Vec<Duration>,
+    packing: Packing,
+    cut: Cut,
 }
 
 impl Source {
@@ -1654,15 +1672,32 @@ impl CelerityPeer {
         // links whose queues make packets late (a reserve for the queue
         // taken off the bound here cut long-delay conferences off their
         // only paths; see `CelerityParams::queue_ceiling`).
-        let g = SessionGraph {
-            n: k,
-            source,
-            rates: &rates,
-            delays: &delays,
-            bound: p.delay_bound,
+        let plan = match self.src.plan.take() {
+            Some(last)
+                if last.members == members && last.rates == rates && last.delays == delays =>
+            {
+                last
+            }
+            _ => {
+                let g = SessionGraph {
+                    n: k,
+                    source,
+                    rates: &rates,
+                    delays: &delays,
+                    bound: p.delay_bound,
+                };
+                let packing = meshcast_plan::pack(&g, self.cfg.model);
+                let cut = meshcast_plan::critical_cut(&g, self.cfg.model);
+                Plan {
+                    members: members.clone(),
+                    rates,
+                    delays,
+                    packing,
+                    cut,
+                }
+            }
         };
-        let packing = meshcast_plan::pack(&g, self.cfg.model);
-        let cut = meshcast_plan::critical_cut(&g, self.cfg.model);
+        let (packing, cut) = (&plan.packing, &plan.cut);
         // Bits past the conference's members stay clear: a conference of
         // up to eight members then sends one-byte masks.
         let all = ((1u32 << self.n) - 1) as u16;
@@ -1706,6 +1741,7 @@ impl CelerityPeer {
             })
             .collect();
         let packed = packing.rate as f64 / 1e3;
+        self.src.plan = Some(plan);
         let cap = p.max_rate.map(|r| r.as_kbps_f64());
         self.src.rate_kbps = cap.map_or(packed, |c| packed.min(c));
         if self.app.is_some() {
