@@ -7,7 +7,8 @@ core routers joined by a random spanning tree plus up to as many extra
 links (600-3000 kbit/s, 2-30 ms), 4-8 participants each on a 5-20 Mbit/s
 access link (1-5 ms) to a random router, queues of a quarter second (at
 least 15 kB), 200 s with the window [100, 200]. random-core.toml is seed 6.
-Compare each session's `recv_kbps_min` with its `optimum_kbps`.
+Compare each session's `recv_kbps_min` with its `optimum_kbps`:
+score_underlays.py OUT_DIR/r*.toml does it for the lot.
 """
 import os
 import random

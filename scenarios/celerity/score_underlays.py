@@ -1,0 +1,130 @@
+"""Score Celerity on a set of underlays against the coded optimum.
+
+    python3 scenarios/celerity/score_underlays.py [--meshcast BIN] [--jobs N]
+        [--json FILE] [--set KEY=VALUE ...] SCENARIO...
+
+Runs `meshcast run SCENARIO --json` for every scenario (N at a time,
+default 2), and for each one prints the session whose lowest receiver got
+the smallest fraction of its coded optimum in the first report window
+(`recv_kbps_min / optimum_kbps`), that session's loss, and the worst loss
+of any session. The last line is the row docs/celerity.md's "Thirty
+underlays" table reports: the mean, median and lowest of the worst
+fractions, how many scenarios have every session at 0.8 or more, and how
+many have no session losing more than 5%. `--set` is handed to every run
+(e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
+scenario's figures to FILE.
+
+The usual set is the thirty random underlays:
+
+    python3 scenarios/celerity/random_underlay.py 1 31 /tmp/ru
+    python3 scenarios/celerity/score_underlays.py /tmp/ru/r*.toml
+
+BIN defaults to target/release/meshcast under the repository (build it
+with `cargo build --release`), else `meshcast` on the PATH.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+
+def default_meshcast():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    built = os.path.join(root, "target", "release", "meshcast")
+    if os.access(built, os.X_OK):
+        return built
+    return shutil.which("meshcast")
+
+
+def score(summary):
+    """The worst session of a run's summary, in its first report window."""
+    rows = []
+    for f in summary["flows"]:
+        if f["kind"] != "session":
+            continue
+        if not f["windows"]:
+            raise ValueError("the scenario has no report window")
+        w = f["windows"][0]
+        opt = w.get("optimum_kbps")
+        if not opt:
+            raise ValueError(f"session {f['id']} has no optimum in its first window")
+        rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0))
+    if not rows:
+        raise ValueError("the scenario has no conference sessions")
+    worst = min(rows)
+    return {
+        "worst_fraction": worst[0],
+        "worst_session": worst[1],
+        "recv_kbps_min": worst[2],
+        "optimum_kbps": worst[3],
+        "worst_session_loss": worst[4],
+        "worst_loss": max(r[4] for r in rows),
+        "sessions": {r[1]: {"fraction": r[0], "loss": r[4]} for r in rows},
+    }
+
+
+def run(meshcast, scenario, sets, out_root):
+    out = tempfile.mkdtemp(dir=out_root)
+    cmd = [meshcast, "run", scenario, "--json", "--out", out]
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{scenario}: meshcast failed:\n{p.stderr.strip()}")
+    summary = json.loads(p.stdout)
+    result = score(summary)
+    result["scenario"] = scenario
+    result["wall_s"] = summary["wall_s"]
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Score Celerity on underlays against the coded optimum "
+        "(see the module's docstring).")
+    ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    ap.add_argument("--meshcast", default=default_meshcast(), metavar="BIN")
+    ap.add_argument("--jobs", type=int, default=2, metavar="N")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args()
+    if not args.meshcast:
+        sys.exit("no meshcast binary: build it with `cargo build --release` or pass --meshcast")
+    if args.jobs < 1:
+        sys.exit("--jobs must be at least 1")
+    for s in args.scenarios:
+        if not os.path.isfile(s):
+            sys.exit(f"{s}: no such scenario file")
+    results = []
+    with tempfile.TemporaryDirectory() as out_root, \
+            ThreadPoolExecutor(args.jobs) as pool:
+        jobs = [pool.submit(run, args.meshcast, s, args.set, out_root) for s in args.scenarios]
+        for i, job in enumerate(jobs, 1):
+            try:
+                r = job.result()
+            except (RuntimeError, ValueError) as e:
+                for j in jobs:
+                    j.cancel()
+                sys.exit(str(e))
+            results.append(r)
+            print(f"[{i}/{len(jobs)}] {r['scenario']}: worst {r['worst_fraction']:.3f} "
+                  f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
+                  f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
+                  f"worst loss {100 * r['worst_loss']:.1f}%, {r['wall_s']:.1f} s", flush=True)
+    fractions = [r["worst_fraction"] for r in results]
+    print(f"{len(results)} scenarios: mean worst fraction {statistics.mean(fractions):.3f}, "
+          f"median {statistics.median(fractions):.3f}, lowest {min(fractions):.3f}; "
+          f"every session >= 0.8 in {sum(f >= 0.8 for f in fractions)}, "
+          f"worst loss <= 5% in {sum(r['worst_loss'] <= 0.05 for r in results)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
