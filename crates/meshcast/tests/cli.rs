@@ -459,6 +459,83 @@ fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
     }
 }
 
+/// Runs `python3 scenarios/celerity/<script>` with `args` in `dir`.
+fn python(script: &str, args: &[&str], dir: &Path) -> Output {
+    Command::new("python3")
+        .arg(root().join("scenarios/celerity").join(script))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("python3 (the scenario scripts need it)")
+}
+
+/// `random_underlay.py` writes underlays that run, and `score_underlays.py`
+/// scores them as their summaries say: per underlay the session whose lowest
+/// receiver got the least of its coded optimum in the window, and the
+/// table's row over all of them. A missing scenario is refused.
+#[test]
+fn underlay_scripts_generate_and_score_underlays() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Seeds 14 and 19: four members, a fraction of a second each.
+    let out = python("random_underlay.py", &["14", "20", "ru"], d);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<String> = [14, 19]
+        .iter()
+        .map(|s| d.join(format!("ru/r{s}.toml")).display().to_string())
+        .collect();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let mut args = vec!["--meshcast", bin, "--json", "scores.json"];
+    args.extend(files.iter().map(String::as_str));
+    let out = python("score_underlays.py", &args, d);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scores: Value =
+        serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
+    let mut worst = Vec::new();
+    for (file, score) in files.iter().zip(scores.as_array().unwrap()) {
+        let run = meshcast(&["run", file, "--json", "--out", "o"], d);
+        assert!(run.status.success());
+        let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+        let (fraction, id) = s["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "session")
+            .map(|f| {
+                let w = &f["windows"][0];
+                let r = w["recv_kbps_min"].as_f64().unwrap() / w["optimum_kbps"].as_f64().unwrap();
+                (r, f["id"].as_str().unwrap().to_string())
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .unwrap();
+        assert_eq!(score["scenario"], file.as_str());
+        assert_eq!(score["worst_session"], id.as_str());
+        assert!((score["worst_fraction"].as_f64().unwrap() - fraction).abs() < 1e-9);
+        worst.push(fraction);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mean = worst.iter().sum::<f64>() / 2.0;
+    let row = format!("2 scenarios: mean worst fraction {mean:.3}");
+    assert!(stdout.contains(&row), "{stdout}");
+    let missing = python(
+        "score_underlays.py",
+        &["--meshcast", bin, "nothing.toml"],
+        d,
+    );
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("nothing.toml: no such scenario file")
+    );
+}
+
 /// The Celerity dumbbell without events settles at its optimum: every
 /// session's send rate and lowest receiver goodput in [120,200] at least
 /// 95% of 240 kbit/s (issue 3's bound; measured 230.3–230.7), little loss,
