@@ -695,9 +695,9 @@ struct Source {
 
 /// One planning of a session: the graph the source saw (members, and each
 /// edge's rate in bit/s and delay, as handed to the planner) with the trees
-/// and the critical cut packed for it. About one repacking in six on the
-/// random eight-member underlays sees exactly the graph the one before it
-/// saw (a tail's heartbeat repeats the rates it last sent); the planner
+/// and the critical cut packed for it. About one repacking in six on a
+/// random seven-member underlay (seed 11) sees exactly the graph the one
+/// before it saw (a tail's heartbeat repeats the rates it last sent); the planner
 /// is a pure function, so those reuse this answer rather than recompute
 /// it (`docs/celerity.md`, "Planner speed").
 #[derive(Clone, Debug)]
