@@ -272,7 +272,7 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    report(&args, &sc, &sim.into_stats(), wall_s, &out)
+    report(&args, &sc, &sim.into_stats(), wall_s, &out, None)
 }
 
 /// Write a run's report into `out` and print its table (or, with
@@ -283,8 +283,10 @@ fn report(
     stats: &meshcast_sim::RunStats,
     wall_s: f64,
     out: &std::path::Path,
+    emulation: Option<meshcast::report::EmulationSummary>,
 ) -> Result<(), Failure> {
-    let summary = Summary::new(sc, stats, wall_s);
+    let mut summary = Summary::new(sc, stats, wall_s);
+    summary.emulation = emulation;
     write_all(out, &summary, stats).map_err(|error| Failure { status: 1, error })?;
     let text = if args.json {
         summary.to_json()
@@ -371,7 +373,17 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
         b.finish_and_clear();
     }
     let run = run.map_err(|error| Failure { status: 1, error })?;
-    report(&args, &sc, &run.stats, run.wall_s, &out)
+    for w in run.warnings() {
+        eprintln!("warning: {w}");
+    }
+    report(
+        &args,
+        &sc,
+        &run.stats,
+        run.wall_s,
+        &out,
+        Some(run.emulation()),
+    )
 }
 
 fn main() -> ExitCode {

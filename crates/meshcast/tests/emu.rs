@@ -116,10 +116,10 @@ fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
     }
     let _one = serial();
     let sc = Scenario::parse("two.toml", &two_hosts(), &[]).expect("valid");
-    let u = Underlay::build(&sc).expect("underlay");
+    let mut u = Underlay::build(&sc).expect("underlay");
     assert_eq!(namespaces_of(std::process::id()).len(), 4);
     let b = SocketAddr::from((node_addr(1), 7000));
-    let _stop = echo(u.netns_path(1), b);
+    let echoing = echo(u.netns_path(1), b);
     let a_ns = u.netns_path(0);
     // Two hops of 20 and 30 ms each way: 100 ms round trip.
     let rtts = std::thread::spawn(move || {
@@ -151,8 +151,21 @@ fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
         "a round trip shorter than the delays: {rtts:?}"
     );
     assert!(median <= 105.0 && p90 <= 105.0, "{rtts:?}");
+    drop(echoing);
+    let c = u.teardown().expect("teardown");
     drop(u);
     assert_eq!(namespaces_of(std::process::id()), Vec::<String>::new());
+    // Its own record: at real-time priority, every probe and echo passed
+    // on (40 of each over two hops), each one's lateness counted.
+    assert!(c.realtime);
+    let frames: u64 = c.frames.iter().sum();
+    assert!(frames >= 160, "{c:?}");
+    assert_eq!(c.late.count(), frames, "{c:?}");
+    let dropped: u64 = [&c.lost, &c.wrong_way, &c.send_errors]
+        .iter()
+        .flat_map(|v| v.iter())
+        .sum();
+    assert_eq!(dropped, 0, "{c:?}");
 }
 
 fn meshcast() -> Command {
@@ -264,7 +277,8 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     assert!(child.wait().expect("meshcast emu ends").success());
     assert_eq!(namespaces_of(pid), Vec::<String>::new());
     let (e, s) = (summary(&emu), sim_summary(scenario, &sim));
-    // The same schema: the same keys all the way down the flows.
+    // The same schema, but for the emulation's own record: the same keys
+    // all the way down the flows.
     let keys = |v: &serde_json::Value| -> Vec<String> {
         v.as_object()
             .expect("object")
@@ -272,7 +286,17 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
             .cloned()
             .collect::<Vec<_>>()
     };
-    assert_eq!(keys(&e), keys(&s));
+    let mut top = keys(&e);
+    top.retain(|k| k != "emulation");
+    assert_eq!(top, keys(&s));
+    assert!(s.get("emulation").is_none());
+    let d = &e["emulation"]["delay_element"];
+    assert_eq!(d["realtime"], true, "{d}");
+    assert!(d["frames"].as_u64().expect("frames") > 10_000, "{d}");
+    for dropped in ["lost", "wrong_way", "send_errors"] {
+        assert_eq!(d[dropped], 0, "{d}");
+    }
+    assert!(d["late_ms_p99"].is_f64(), "{d}");
     assert_eq!(keys(&e["flows"][0]), keys(&s["flows"][0]));
     assert_eq!(
         keys(&e["flows"][0]["windows"][0]),

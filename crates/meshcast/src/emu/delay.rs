@@ -27,6 +27,7 @@
 //! is wrapped where it is made, with its safety argument.
 #![allow(unsafe_code)]
 
+use meshcast_core::metrics::DelayHistogram;
 use meshcast_core::rng::{child_seed, rng_from_seed};
 use rand::RngExt as _;
 use std::collections::VecDeque;
@@ -70,6 +71,15 @@ pub struct DelayCounters {
     pub wrong_way: Vec<u64>,
     /// Frames the kernel refused to send on.
     pub send_errors: Vec<u64>,
+    /// How long after its due time each frame was sent on, over every
+    /// direction: the element's own error, which the link's delay
+    /// gained (scheduling; zero on an ideal machine).
+    pub late: DelayHistogram,
+    /// The latest any frame was sent on past its due time.
+    pub late_max: Duration,
+    /// Whether the element's thread ran at real-time priority
+    /// ([`realtime_priority`]).
+    pub realtime: bool,
 }
 
 /// The running delay element; [`DelayLine::stop`] (or dropping it) ends
@@ -98,7 +108,7 @@ impl DelayLine {
                 // ask for. Real-time priority lets it preempt the node
                 // processes and everything else on the machine when a
                 // frame falls due (see [`realtime_priority`]).
-                let _ = realtime_priority();
+                let realtime = realtime_priority().is_ok();
                 let opened = open_all(&netns, &hops);
                 let sockets = match opened {
                     Ok(s) => {
@@ -110,7 +120,9 @@ impl DelayLine {
                         return Err(e);
                     }
                 };
-                run(&sockets, &hops, seed, &flag, &pattern_rx)
+                let mut counters = run(&sockets, &hops, seed, &flag, &pattern_rx)?;
+                counters.realtime = realtime;
+                Ok(counters)
             })?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(DelayLine {
@@ -384,6 +396,7 @@ fn run(
         lost: vec![0; dirs],
         wrong_way: vec![0; dirs],
         send_errors: vec![0; dirs],
+        ..DelayCounters::default()
     };
     let delay = |d: usize| {
         let h = &hops[d / 2];
@@ -420,7 +433,12 @@ fn run(
                     next = next.min(*due);
                     break;
                 }
-                let (_, frame) = q.pop_front().expect("front exists");
+                let (due, frame) = q.pop_front().expect("front exists");
+                let late = now.saturating_duration_since(due);
+                counters.late_max = counters.late_max.max(late);
+                counters
+                    .late
+                    .record(meshcast_core::Duration::from_nanos(late.as_nanos() as u64));
                 if send_frame(out(d), &frame) {
                     counters.frames[d] += 1;
                 } else {

@@ -23,6 +23,7 @@ use crate::build::build;
 use crate::conference::{CONFERENCE_PORT, presence};
 use crate::node::PacketRecord;
 use crate::overrides::Override;
+use crate::report::{DelayElementSummary, EmulationSummary};
 use crate::scenario::{EventKind, Scenario};
 use anyhow::{Context as _, bail};
 use meshcast_core::{NodeId, Rate, Time};
@@ -118,6 +119,76 @@ pub struct Emulated {
     /// What the delay element did.
     pub delay: delay::DelayCounters,
 }
+
+impl Emulated {
+    /// The emulation's own record as `summary.json` reports it.
+    pub fn emulation(&self) -> EmulationSummary {
+        EmulationSummary {
+            delay_element: delay_element_summary(&self.delay),
+        }
+    }
+
+    /// What a user should know about how faithful the run was (see
+    /// [`warnings`]).
+    pub fn warnings(&self) -> Vec<String> {
+        warnings(&self.emulation().delay_element)
+    }
+}
+
+/// The delay element's counters, summed over the link directions, with
+/// its lateness in ms (to the microsecond).
+pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
+    let ms = |v: Duration| (v.as_secs_f64() * 1e6).round() / 1e3;
+    let q = |p: f64| {
+        d.late
+            .quantile(p)
+            .map(|v| ms(Duration::from_nanos(v.as_nanos())))
+    };
+    DelayElementSummary {
+        realtime: d.realtime,
+        frames: d.frames.iter().sum(),
+        lost: d.lost.iter().sum(),
+        wrong_way: d.wrong_way.iter().sum(),
+        send_errors: d.send_errors.iter().sum(),
+        late_ms_p50: q(0.5),
+        late_ms_p99: q(0.99),
+        late_ms_max: (d.late.count() > 0).then(|| ms(d.late_max)),
+    }
+}
+
+/// What a user should know about how faithful a run was, one line each
+/// (none when nothing is amiss): an element at normal priority, frames
+/// the kernel refused, or a 99th percentile of lateness past
+/// [`LATE_WARNING_MS`].
+pub fn warnings(e: &DelayElementSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if !e.realtime {
+        out.push(
+            "the delay element ran at normal priority (no real-time privilege): \
+             a loaded machine stretches the links' delays"
+                .to_owned(),
+        );
+    }
+    if e.send_errors > 0 {
+        out.push(format!(
+            "the kernel refused {} frames the delay element sent on; they were lost",
+            e.send_errors
+        ));
+    }
+    if let Some(p99) = e.late_ms_p99.filter(|&p| p > LATE_WARNING_MS) {
+        out.push(format!(
+            "1% of frames left the delay element {p99} ms or more past their due time \
+             (largest {} ms): the machine was too busy for the links' delays to hold",
+            e.late_ms_max.unwrap_or(p99)
+        ));
+    }
+    out
+}
+
+/// A delay element whose 99th percentile of lateness passes this (ms)
+/// gets a warning: a millisecond is about what the simulator's links
+/// would call a different delay.
+pub const LATE_WARNING_MS: f64 = 1.0;
 
 /// Run `sc` over a real underlay. `conference` is its `[conference]`
 /// table ([`conference_table`]); node outputs go under `out/nodes/`;
@@ -450,4 +521,62 @@ fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
         )
     })?;
     serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An element's record with these frame latenesses (µs) over two
+    /// directions.
+    fn counters(late_us: &[u64], realtime: bool) -> delay::DelayCounters {
+        let mut c = delay::DelayCounters {
+            frames: vec![late_us.len() as u64, 0],
+            lost: vec![2, 1],
+            wrong_way: vec![0, 0],
+            send_errors: vec![0, 0],
+            realtime,
+            ..delay::DelayCounters::default()
+        };
+        for &us in late_us {
+            c.late.record(meshcast_core::Duration::from_micros(us));
+            c.late_max = c.late_max.max(Duration::from_micros(us));
+        }
+        c
+    }
+
+    #[test]
+    fn the_delay_elements_record_sums_directions_and_reads_its_lateness() {
+        // 98 frames 20 µs late, one 3 ms, one 12 ms.
+        let mut late = vec![20; 98];
+        late.extend([3_000, 12_000]);
+        let e = delay_element_summary(&counters(&late, true));
+        assert_eq!((e.frames, e.lost, e.send_errors), (100, 3, 0));
+        assert!(e.realtime);
+        let p50 = e.late_ms_p50.unwrap();
+        assert!((p50 - 0.02).abs() < 0.001, "{e:?}");
+        // Nearest rank: the 99th of 100 is the 3-ms frame.
+        assert!((e.late_ms_p99.unwrap() - 3.0).abs() < 0.02, "{e:?}");
+        assert_eq!(e.late_ms_max, Some(12.0));
+        let w = warnings(&e);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("past their due time"), "{w:?}");
+    }
+
+    #[test]
+    fn a_faithful_element_warns_of_nothing_and_an_idle_one_has_no_lateness() {
+        let e = delay_element_summary(&counters(&[20; 100], true));
+        assert_eq!(warnings(&e), Vec::<String>::new());
+        let idle = delay_element_summary(&counters(&[], true));
+        assert_eq!(
+            (idle.late_ms_p50, idle.late_ms_p99, idle.late_ms_max),
+            (None, None, None)
+        );
+        let mut refused = e.clone();
+        refused.send_errors = 4;
+        refused.realtime = false;
+        let w = warnings(&refused);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("normal priority") && w[1].contains("refused 4"));
+    }
 }

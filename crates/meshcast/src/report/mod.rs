@@ -65,6 +65,43 @@ pub struct Summary {
     /// optimum maximises the sum of (absent without a conference).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub utility: Option<UtilitySummary>,
+    /// How faithful a run on a real network was to its scenario (`meshcast
+    /// emu` only; absent from the simulator's runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulation: Option<EmulationSummary>,
+}
+
+/// What the machinery of an emulated run did (`meshcast emu`,
+/// docs/emu.md).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct EmulationSummary {
+    /// The user-space delay element that gives every link its
+    /// propagation delay and random loss.
+    pub delay_element: DelayElementSummary,
+}
+
+/// The delay element's counters, over every link direction.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct DelayElementSummary {
+    /// Whether its thread ran at real-time priority (it does as root).
+    pub realtime: bool,
+    /// Frames it passed on.
+    pub frames: u64,
+    /// Frames it dropped for the links' `loss` and `drop_every` patterns.
+    pub lost: u64,
+    /// Frames sent the way a one-way link does not run (dropped).
+    pub wrong_way: u64,
+    /// Frames the kernel refused to send on (lost, but not by the
+    /// scenario).
+    pub send_errors: u64,
+    /// How long after its due time a frame was sent on, median, 99th
+    /// percentile and largest, ms: delay the links gained beyond the
+    /// scenario's (`null` with no frames).
+    pub late_ms_p50: Option<f64>,
+    /// See `late_ms_p50`.
+    pub late_ms_p99: Option<f64>,
+    /// See `late_ms_p50`.
+    pub late_ms_max: Option<f64>,
 }
 
 /// The utility parameters of a conference.
@@ -543,6 +580,7 @@ impl Summary {
                 beta: c.params.beta,
                 delta_kbps: c.params.delta_kbps,
             }),
+            emulation: None,
             packets: stats.counters,
             membership: stats
                 .membership

@@ -154,6 +154,32 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
             });
         }
     }
+    if let Some(e) = &s.emulation {
+        let d = &e.delay_element;
+        out.push(Table {
+            title: "Delay element (the emulated links' propagation delay and loss)".to_owned(),
+            headers: vec![
+                "priority",
+                "frames",
+                "lost",
+                "wrong way",
+                "send errors",
+                "late p50 ms",
+                "late p99 ms",
+                "late max ms",
+            ],
+            rows: vec![vec![
+                if d.realtime { "real-time" } else { "normal" }.to_owned(),
+                d.frames.to_string(),
+                d.lost.to_string(),
+                d.wrong_way.to_string(),
+                d.send_errors.to_string(),
+                opt(d.late_ms_p50, 3),
+                opt(d.late_ms_p99, 3),
+                opt(d.late_ms_max, 3),
+            ]],
+        });
+    }
     out
 }
 
