@@ -373,17 +373,11 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
         b.finish_and_clear();
     }
     let run = run.map_err(|error| Failure { status: 1, error })?;
-    for w in run.warnings() {
+    let emulation = run.emulation();
+    for w in meshcast::emu::warnings(&emulation.delay_element) {
         eprintln!("warning: {w}");
     }
-    report(
-        &args,
-        &sc,
-        &run.stats,
-        run.wall_s,
-        &out,
-        Some(run.emulation()),
-    )
+    report(&args, &sc, &run.stats, run.wall_s, &out, Some(emulation))
 }
 
 fn main() -> ExitCode {

@@ -127,23 +127,13 @@ impl Emulated {
             delay_element: delay_element_summary(&self.delay),
         }
     }
-
-    /// What a user should know about how faithful the run was (see
-    /// [`warnings`]).
-    pub fn warnings(&self) -> Vec<String> {
-        warnings(&self.emulation().delay_element)
-    }
 }
 
 /// The delay element's counters, summed over the link directions, with
-/// its lateness in ms (to the microsecond).
+/// its lateness in ms (rounded as `summary.json` rounds every ms figure).
 pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
-    let ms = |v: Duration| (v.as_secs_f64() * 1e6).round() / 1e3;
-    let q = |p: f64| {
-        d.late
-            .quantile(p)
-            .map(|v| ms(Duration::from_nanos(v.as_nanos())))
-    };
+    let ms = |v: f64| crate::report::r(v, 4);
+    let q = |p: f64| d.late.quantile(p).map(|v| ms(v.as_millis_f64()));
     DelayElementSummary {
         realtime: d.realtime,
         frames: d.frames.iter().sum(),
@@ -152,7 +142,7 @@ pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
         send_errors: d.send_errors.iter().sum(),
         late_ms_p50: q(0.5),
         late_ms_p99: q(0.99),
-        late_ms_max: (d.late.count() > 0).then(|| ms(d.late_max)),
+        late_ms_max: (d.late.count() > 0).then(|| ms(d.late_max.as_secs_f64() * 1e3)),
     }
 }
 

@@ -329,7 +329,7 @@ pub struct MembershipEntry {
 
 /// Round to `d` decimals, so that the JSON stays readable (the figures are
 /// computed identically run to run; rounding does not affect determinism).
-fn r(x: f64, d: i32) -> f64 {
+pub(crate) fn r(x: f64, d: i32) -> f64 {
     let m = 10f64.powi(d);
     let v = (x * m).round() / m;
     if v == 0.0 { 0.0 } else { v }
