@@ -91,6 +91,7 @@ pub(crate) struct RawConference {
     queue_ceiling_ms: Option<Spanned<f64>>,
     ceiling_exponent: Option<Spanned<f64>>,
     pace_to_heads: Option<bool>,
+    share_guard: Option<Spanned<f64>>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
@@ -254,6 +255,9 @@ pub(crate) fn check(
     }
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;
+    }
+    if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
+        params.share_guard = v;
     }
     if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;

@@ -32,6 +32,7 @@
 mod base_delay;
 mod peer;
 mod recovery;
+mod schedule;
 pub mod wire;
 
 pub use peer::{

@@ -5,6 +5,8 @@ use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Cut, Model, Packing, SessionGraph, Tree};
+
+use super::schedule::Schedule;
 use std::collections::VecDeque;
 use thiserror::Error;
 
@@ -136,6 +138,14 @@ pub struct CelerityParams {
     /// otherwise (the default) the trees take turns by weighted round
     /// robin alone and heads drop what exceeds their rates.
     pub pace_to_heads: bool,
+    /// The share guard, in packets (0 turns it off): the source's round
+    /// robin over its trees skips a tree while one of its overlay links has
+    /// run more than this many packets ahead of the link's packed share
+    /// (the credits survive repacks, which trees do not). Without it, on
+    /// random underlays whose trees change with nearly every repack, links
+    /// ran ahead of their shares for a second at a time and their heads
+    /// dropped the excess (docs/celerity.md, "The share guard").
+    pub share_guard: f64,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -312,6 +322,7 @@ impl Default for CelerityParams {
             queue_ceiling: Some(Duration::from_millis(80)),
             ceiling_exponent: 2.0 / 3.0,
             pace_to_heads: false,
+            share_guard: 3.0,
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -672,8 +683,8 @@ struct Source {
     rates: Vec<f64>,
     delays: Vec<Duration>,
     reported_at: Vec<Option<Time>>,
-    trees: Vec<(Tree, f64)>,
-    credit: Vec<f64>,
+    /// The trees and their turns (see [`Schedule`]).
+    schedule: Schedule,
     /// The rate each link `u * n + v` had in the last packing, kbit/s:
     /// what its head polices this session to (kept with `pace_to_heads`).
     packed_rates: Vec<f64>,
@@ -835,7 +846,11 @@ impl CelerityPeer {
                 return Err(ConfigError::Param(format!("{name} must be in 0..=1")));
             }
         }
-        for (name, v) in [("late_gain", p.late_gain), ("balance", p.balance)] {
+        for (name, v) in [
+            ("late_gain", p.late_gain),
+            ("balance", p.balance),
+            ("share_guard", p.share_guard),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
             }
@@ -917,6 +932,7 @@ impl CelerityPeer {
                 reported_at: vec![None; n * n],
                 packed_rates: vec![0.0; n * n],
                 mirror: vec![(0.0, Time::ZERO); n * n],
+                schedule: Schedule::new(n, cfg.params.share_guard),
                 ..Source::default()
             },
             timers: [None; TIMERS],
@@ -1713,9 +1729,7 @@ impl CelerityPeer {
         }
         self.src.relay_side = relay_side;
         self.src.recv_side = recv_side;
-        let old = std::mem::take(&mut self.src.trees);
-        let old_credit = std::mem::take(&mut self.src.credit);
-        self.src.trees = packing
+        let trees = packing
             .trees
             .iter()
             .map(|t| {
@@ -1728,18 +1742,7 @@ impl CelerityPeer {
                 (Tree { occ }, t.rate as f64 / 1e3)
             })
             .collect();
-        // A tree that stays keeps its round-robin credit: repacking happens
-        // often, and a reset would favour the largest tree every time.
-        self.src.credit = self
-            .src
-            .trees
-            .iter()
-            .map(|(t, _)| {
-                old.iter()
-                    .position(|(o, _)| o == t)
-                    .map_or(0.0, |i| old_credit[i])
-            })
-            .collect();
+        self.src.schedule.set_trees(trees);
         let packed = packing.rate as f64 / 1e3;
         self.src.plan = Some(plan);
         let cap = p.max_rate.map(|r| r.as_kbps_f64());
@@ -1816,7 +1819,7 @@ impl CelerityPeer {
     /// Send one media packet of this peer's session.
     fn send_tick(&mut self, now: Time, due: Time) {
         let rate = self.src.rate_kbps;
-        if rate <= 0.0 || self.src.trees.is_empty() {
+        if rate <= 0.0 || self.src.schedule.trees().is_empty() {
             self.set(Timer::Send, None);
             return;
         }
@@ -1863,7 +1866,8 @@ impl CelerityPeer {
         // tree may go).
         let wait: Vec<f64> = if pace {
             self.src
-                .trees
+                .schedule
+                .trees()
                 .iter()
                 .map(|(t, _)| {
                     t.edges()
@@ -1883,18 +1887,11 @@ impl CelerityPeer {
             self.set(Timer::Send, Some(at));
             return;
         }
-        // Smooth weighted round robin over the trees that have room.
-        let mut best = None;
-        for (i, (_, r)) in self.src.trees.iter().enumerate() {
-            self.src.credit[i] += r;
-            let room = wait.get(i).is_none_or(|&w| w <= 0.0);
-            if room && best.is_none_or(|b| self.src.credit[i] > self.src.credit[b]) {
-                best = Some(i);
-            }
-        }
-        let best = best.unwrap_or(0);
-        self.src.credit[best] -= self.src.trees.iter().map(|t| t.1).sum::<f64>();
-        let tree = self.src.trees[best].0.clone();
+        // Smooth weighted round robin over the trees that have room, with
+        // the share guard (see `Schedule`).
+        let room = |i: usize| wait.get(i).is_none_or(|&w| w <= 0.0);
+        let best = self.src.schedule.next(room).unwrap_or(0);
+        let tree = self.src.schedule.trees()[best].0.clone();
         for (u, v) in tree.edges().filter(|&(u, _)| pace && u != self.me) {
             let i = u * self.n + v;
             let level = self.src.mirror_level(i, media, now);
