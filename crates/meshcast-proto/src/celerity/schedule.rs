@@ -34,8 +34,11 @@ pub(crate) struct Schedule {
     trees: Vec<(Tree, f64)>,
     /// Each tree's round-robin credit, kbit/s.
     credit: Vec<f64>,
-    /// Each link's share: packets on it per packet of the session.
-    share: Vec<f64>,
+    /// Each tree's links (`u * n + v`), in the order of `trees`.
+    tree_links: Vec<Vec<usize>>,
+    /// The links some tree uses, with their shares: packets on the link
+    /// per packet of the session.
+    shares: Vec<(usize, f64)>,
     /// Each link's credit, packets.
     link_credit: Vec<f64>,
     /// The guard, packets (0 turns it off).
@@ -49,7 +52,8 @@ impl Schedule {
             n,
             trees: Vec::new(),
             credit: Vec::new(),
-            share: vec![0.0; n * n],
+            tree_links: Vec::new(),
+            shares: Vec::new(),
             link_credit: vec![0.0; n * n],
             guard: guard.max(0.0),
         }
@@ -75,20 +79,40 @@ impl Schedule {
             })
             .collect();
         self.trees = trees;
+        let n = self.n;
+        self.tree_links = self
+            .trees
+            .iter()
+            .map(|(t, _)| t.edges().map(|(u, v)| u * n + v).collect())
+            .collect();
         let total: f64 = self.trees.iter().map(|t| t.1).sum();
-        self.share.iter_mut().for_each(|s| *s = 0.0);
+        let mut share = vec![0.0; n * n];
         if total > 0.0 {
-            for (t, r) in &self.trees {
-                for (u, v) in t.edges() {
-                    self.share[u * self.n + v] += r / total;
+            for (links, (_, r)) in self.tree_links.iter().zip(&self.trees) {
+                for &l in links {
+                    share[l] += r / total;
                 }
             }
         }
-        for (c, &s) in self.link_credit.iter_mut().zip(&self.share) {
+        self.shares = (0..n * n)
+            .filter(|&l| share[l] > 0.0)
+            .map(|l| (l, share[l]))
+            .collect();
+        for (c, &s) in self.link_credit.iter_mut().zip(&share) {
             if s <= 0.0 {
                 *c = 0.0;
             }
         }
+    }
+
+    /// Each link's share now: packets on it per packet of the session.
+    #[cfg(test)]
+    fn share(&self) -> Vec<f64> {
+        let mut share = vec![0.0; self.n * self.n];
+        for &(l, s) in &self.shares {
+            share[l] = s;
+        }
+        share
     }
 
     /// The tree the next packet goes down, among those `room` allows (all
@@ -97,18 +121,20 @@ impl Schedule {
         if self.trees.is_empty() {
             return None;
         }
-        let n = self.n;
         let guard = self.guard;
         if guard > 0.0 {
             let cap = guard + 1.0;
-            for (c, &s) in self.link_credit.iter_mut().zip(&self.share) {
+            for &(l, s) in &self.shares {
+                let c = &mut self.link_credit[l];
                 *c = (*c + s).clamp(-cap, cap);
             }
         }
         let mut plain = None;
         let mut guarded = None;
-        for (i, (t, r)) in self.trees.iter().enumerate() {
+        let mut total = 0.0;
+        for (i, (_, r)) in self.trees.iter().enumerate() {
             self.credit[i] += r;
+            total += r;
             if !room(i) {
                 continue;
             }
@@ -116,17 +142,19 @@ impl Schedule {
             if more(plain) {
                 plain = Some(i);
             }
-            let within =
-                guard <= 0.0 || t.edges().all(|(u, v)| self.link_credit[u * n + v] > -guard);
+            let within = guard <= 0.0
+                || self.tree_links[i]
+                    .iter()
+                    .all(|&l| self.link_credit[l] > -guard);
             if within && more(guarded) {
                 guarded = Some(i);
             }
         }
         let best = guarded.or(plain).unwrap_or(0);
-        self.credit[best] -= self.trees.iter().map(|t| t.1).sum::<f64>();
+        self.credit[best] -= total;
         if guard > 0.0 {
-            for (u, v) in self.trees[best].0.edges() {
-                self.link_credit[u * n + v] -= 1.0;
+            for &l in &self.tree_links[best] {
+                self.link_credit[l] -= 1.0;
             }
         }
         Some(best)
@@ -175,7 +203,7 @@ mod tests {
             }
             let i = s.next(|_| true).unwrap();
             let used = s.trees()[i].0.edges().map(|(u, v)| u * n + v).collect();
-            log.push((used, s.share.clone()));
+            log.push((used, s.share()));
         }
         let mut worst = 0.0f64;
         for start in 0..packets - window {
