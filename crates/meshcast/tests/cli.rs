@@ -700,9 +700,10 @@ fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
 ///
 /// - With the defaults (the queue ceiling at 80 ms, exponent 2/3) every
 ///   session's lowest receiver gets at least 75% of the coded optimum with
-///   at most 18% loss (measured 84%, 9.6%; 81–84% with 10.0–13.1% at step
-///   0.0146/0.0154 × β 17.9/18.1; 80%, 13.7% before the landing,
-///   docs/celerity.md, "The landing").
+///   at most 18% loss (measured 86%, 7.7%; 79–85% with 9.2–14.0% at step
+///   0.0146/0.0154 × β 17.9/18.1; 84%, 9.6% and 81–84% with 10.0–13.1%
+///   before the share guard, docs/celerity.md, "The share guard"; 80%,
+///   13.7% before the landing, "The landing").
 /// - Without the ceiling (`queue_ceiling_ms = 0`: the delay and age guards
 ///   alone, the defaults before 2026-11-23) the worst session gets less
 ///   than 70% and loses at least 20% (measured 65% of its optimum, 27%
@@ -784,10 +785,12 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// Local loss recovery (§5.4) on the dumbbell whose A–B LAN loses 5% at
 /// random (scenarios/celerity/lossy-lan.toml): with the default
 /// `repair_ratio` every session's worst receiver loses at most 2% and gets
-/// at least 200 kbit/s (measured over seeds 1–5: 0.7–1.2%, 214.9–224.4
+/// at least 200 kbit/s (measured over seeds 1–5: 0.7–1.1%, 217.6–224.4
 /// kbit/s), and the sum of the sessions' utilities beats the run without
-/// recovery (where sessions lose 4.5–5.6% and the worst falls to 151–184
-/// kbit/s) by at least 5 (measured 8.2–14.3; before the landing
+/// recovery (where sessions lose 4.5–5.1% and the worst falls to 143–184
+/// kbit/s) by at least 5 (measured 8.2–16.6; before the share guard
+/// 0.7–1.2%, 214.9–224.4, without recovery 4.5–5.6% and 151–184,
+/// 8.2–14.3, docs/celerity.md, "The share guard"; before the landing
 /// 0.4–1.2%, 212.1–237.7, without recovery 2.7–5.0% and 133–171,
 /// 11.1–18.2, docs/celerity.md, "The landing"; before the queue ceiling
 /// became the default 0.2–1.3%, 215.0–237.7, without recovery 2.6–5.7%
@@ -915,9 +918,12 @@ fn peer_dynamics(dir: &Path, sets: &[&str]) -> Value {
 /// session is not back within 45 s. Measured (A, B, C, D) at the default
 /// point: both 21, 21, 4, 17 s; the balance alone 25, 25, 4, 24; spare
 /// lending alone 15, 15, 4, 35; neither: D after 98 s. Over nine step ×
-/// β points the slowest session takes 14–27 s with both, 22–46 with the
-/// balance alone, 20–92 with spare lending alone and 72–122 with neither
-/// (13–24, 23–30, 28–45 and 78–111 before the landing; 17–28, 23–28,
+/// β points the slowest session takes 16–25 s with both, 25–36 with the
+/// balance alone, 29–56 with spare lending alone and 62–122 with neither
+/// (measured in the second session of 2026-11-26; without the share
+/// guard 14–25, 24–36, 29–56 and 62–122, the guard acting at one point;
+/// 14–27, 22–46, 20–92 and 72–122 when the landing became the default;
+/// 13–24, 23–30, 28–45 and 78–111 before the landing; 17–28, 23–28,
 /// 24–54 and 68–132 before the queue ceiling became the
 /// default; before the steady gain 16–28, 26–137, 11–45 and 97 s or never;
 /// spare lending alone took 27–137 before the 1% rate dead band, 21–153
@@ -965,8 +971,10 @@ fn celerity_quick_start_brings_a_joining_member_up_sooner() {
 /// before the landing; 13, 13, 12 and 19, 20, 28 before the queue
 /// ceiling became the default; 12, 13, 13 and 12, 20, 19 before the
 /// steady gain; 16, 14, 12 and 33, 12, 19 with the 2% band). Over nine
-/// step × β points the slowest session's join takes 13–17 s on 1-s bins,
-/// 11–15 s on 3-s means (11–16 and 9–15 before the landing; 13–17 and
+/// step × β points the slowest session's join takes 12–18 s on 1-s bins,
+/// 11–14 s on 3-s means (measured in the second session of 2026-11-26,
+/// the same with the share guard and without it; 13–17 and 11–15 when
+/// the landing became the default; 11–16 and 9–15 before it; 13–17 and
 /// 12–16 before the ceiling; 12–19 and 11–15 before the steady gain;
 /// docs/celerity.md, "Resuming quick start", "The rate dead band", "The
 /// steady gain", "The queue ceiling" and "The landing").
