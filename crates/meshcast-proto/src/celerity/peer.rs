@@ -2,11 +2,10 @@
 
 use super::base_delay::BaseDelay;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
+use super::schedule::Schedule;
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Cut, Model, Packing, SessionGraph, Tree};
-
-use super::schedule::Schedule;
 use std::collections::VecDeque;
 use thiserror::Error;
 
@@ -1850,15 +1849,17 @@ impl CelerityPeer {
             }
             None => None,
         };
-        // A packet goes only down a tree whose every head has room for it
-        // in its bucket for this session: a packet a head polices away is
-        // lost to the whole subtree below it. The trees' rates fit the
-        // links', but the smooth round robin below sends a tree's packets
-        // in bursts after a repack (a new tree starts with no credit), and
-        // with many small trees those bursts overran the three-packet
-        // buckets of slow links (on random 8-member underlays 20-30% of
-        // the packets died that way). When no tree has room, the packet
-        // waits until one has.
+        // With `pace_to_heads`, a packet goes only down a tree whose every
+        // head has room for it in its bucket for this session: a packet a
+        // head polices away is lost to the whole subtree below it. The
+        // trees' rates fit the links', but the smooth round robin below
+        // sends a tree's packets in bursts after a repack (a new tree
+        // starts with no credit), and with many small trees those bursts
+        // overran the three-packet buckets of slow links (on random
+        // 8-member underlays 20-30% of the packets died that way). When
+        // no tree has room, the packet waits until one has. Without pacing
+        // the share guard (see `Schedule`) keeps each link near its share
+        // and never waits.
         let padding = self.app.is_some() && next_unit.is_none();
         let media = next_unit.map_or(f64::from(self.cfg.params.media_bytes), |n| n as f64);
         let pace = self.cfg.params.pace_to_heads;

@@ -115,8 +115,9 @@ impl Schedule {
         share
     }
 
-    /// The tree the next packet goes down, among those `room` allows (all
-    /// if none does), and its turn taken; `None` without trees.
+    /// The tree the next packet goes down, among those `room` allows (the
+    /// first one if it allows none), and its turn taken; `None` without
+    /// trees.
     pub(crate) fn next(&mut self, room: impl Fn(usize) -> bool) -> Option<usize> {
         if self.trees.is_empty() {
             return None;
@@ -165,7 +166,9 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    /// A 2-hop tree from member 0: `relays[i]` relays to `leaves[i]`.
+    /// A 2-hop tree from member 0: it sends to each of `direct`, and for
+    /// each `(relay, leaf)` the relay (a child of the source, added if it
+    /// is not one yet) forwards to `leaf`.
     fn tree(direct: &[usize], relayed: &[(usize, usize)]) -> Tree {
         let mut occ = vec![(0, None)];
         for &d in direct {
