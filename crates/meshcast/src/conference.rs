@@ -92,6 +92,7 @@ pub(crate) struct RawConference {
     ceiling_exponent: Option<Spanned<f64>>,
     pace_to_heads: Option<bool>,
     share_guard: Option<Spanned<f64>>,
+    standing_ratio: Option<Spanned<f64>>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
@@ -258,6 +259,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;
+    }
+    if let Some(v) = fraction(&raw.standing_ratio, "conference.standing_ratio")? {
+        params.standing_ratio = v;
     }
     if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;

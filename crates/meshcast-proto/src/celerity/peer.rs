@@ -145,6 +145,25 @@ pub struct CelerityParams {
     /// ran ahead of their shares for a second at a time and their heads
     /// dropped the excess (docs/celerity.md, "The share guard").
     pub share_guard: f64,
+    /// The standing weight's ratio, in [0, 1] (0 turns the weight off):
+    /// outside the quick-start windows (see
+    /// [`CelerityParams::quick_start`]) a link's queue counts in its price
+    /// only as far as it stands. Each interval the tail compares the 25th
+    /// percentile of its packets' queuing delays with their mean; the
+    /// weight is `min(1, p25 / (ratio·mean))`, smoothed over a few
+    /// intervals, and scales the queue's part of the price (not the loss,
+    /// not the delay and age guards). A full link's queue stands (its
+    /// 25th percentile is a good part of its mean: weight 1, the paper's
+    /// price); a link with spare capacity queues only at random, when
+    /// packets happen to meet (its 25th percentile is 0: weight 0). The
+    /// paper's price charges that random queue too, and on random
+    /// underlays it held a fast session (small `U′`) at the point where
+    /// the random queues of core links that were not full met its `U′`,
+    /// near its 2-hop optimum instead of its coded one (docs/celerity.md,
+    /// "The standing weight"). Not in the windows: there the queue that
+    /// builds as links fill must slow the climb at once, and weighting it
+    /// too slowed joins.
+    pub standing_ratio: f64,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -322,6 +341,7 @@ impl Default for CelerityParams {
             ceiling_exponent: 2.0 / 3.0,
             pace_to_heads: false,
             share_guard: 3.0,
+            standing_ratio: 0.5,
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -521,6 +541,11 @@ struct Incoming {
     base: [BaseDelay; 2],
     qsum: f64,
     qn: u32,
+    /// The interval's queuing delays of data packets (see
+    /// [`CelerityParams::standing_ratio`]).
+    qsamples: Vec<f64>,
+    /// The standing weight, smoothed.
+    standing: f64,
     qdelay: f64,
     /// Smoothed slope of the queuing delay, s/s.
     qtrend: f64,
@@ -840,7 +865,11 @@ impl CelerityPeer {
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
             return Err(ConfigError::Param("intervals must be positive".into()));
         }
-        for (name, v) in [("repair_ratio", p.repair_ratio), ("resume", p.resume)] {
+        for (name, v) in [
+            ("repair_ratio", p.repair_ratio),
+            ("resume", p.resume),
+            ("standing_ratio", p.standing_ratio),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(ConfigError::Param(format!("{name} must be in 0..=1")));
             }
@@ -869,6 +898,8 @@ impl CelerityPeer {
             base: Default::default(),
             qsum: 0.0,
             qn: 0,
+            qsamples: Vec::new(),
+            standing: 1.0,
             qdelay: 0.0,
             qtrend: 0.0,
             qslow: 0.0,
@@ -1266,7 +1297,22 @@ impl CelerityPeer {
         let guard = late_gain * (inc.qslow - knee).max(inc.age_slow - age_knee).max(0.0);
         // The queue's part of the price (the paper's, with its trend); the
         // guards come on top, unscaled (see `CelerityParams::queue_ceiling`).
-        let queue_price = inc.loss + (inc.qdelay + damping * inc.qtrend).max(0.0);
+        // The standing weight (see `CelerityParams::standing_ratio`),
+        // measured in every interval, charged outside the windows.
+        let ratio = self.cfg.params.standing_ratio;
+        if ratio > 0.0 && inc.qdelay > 0.0 && !inc.qsamples.is_empty() {
+            // The nearest rank to a quarter of the way up.
+            let k = ((inc.qsamples.len() - 1) as f64 * 0.25).round() as usize;
+            let (_, &mut p25, _) = inc.qsamples.select_nth_unstable_by(k, f64::total_cmp);
+            let w = (p25 / (ratio * inc.qdelay)).clamp(0.0, 1.0);
+            inc.standing += 0.5 * (w - inc.standing);
+        }
+        let standing = if ratio > 0.0 && !window {
+            inc.standing
+        } else {
+            1.0
+        };
+        let queue_price = inc.loss + standing * (inc.qdelay + damping * inc.qtrend).max(0.0);
         let mut terms = [(0.0, 0.0); MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let s = &self.sessions[m];
@@ -1491,6 +1537,7 @@ impl CelerityPeer {
                     inc.qtrend = 0.0;
                     inc.qdelay = 0.0;
                     inc.qslow = 0.0;
+                    inc.standing = 1.0;
                     inc.age_slow = 0.0;
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
@@ -1514,6 +1561,7 @@ impl CelerityPeer {
             inc.recovered = 0;
             inc.qsum = 0.0;
             inc.qn = 0;
+            inc.qsamples.clear();
             inc.age_sum = 0.0;
             inc.age_n = 0;
             // Tell the head when something moved, and every heartbeat.
@@ -2154,6 +2202,7 @@ impl CelerityPeer {
         let q = inc.base[usize::from(full)].sample(now, owd);
         inc.qsum += q;
         inc.qn += 1;
+        inc.qsamples.push(q);
         inc.last_ts = Some((link.hop_ts_us, now));
     }
 
