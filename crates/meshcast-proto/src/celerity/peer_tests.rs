@@ -47,6 +47,11 @@ fn bad_configs_are_refused() {
         c.params.resume = resume;
         assert!(CelerityPeer::new(c).is_err(), "{resume}");
     }
+    for ratio in [-0.1, 1.5, f64::NAN] {
+        let mut c = cfg(3, 0);
+        c.params.standing_ratio = ratio;
+        assert!(CelerityPeer::new(c).is_err(), "{ratio}");
+    }
     for margin in [Duration::from_millis(200), Duration::from_millis(250)] {
         let mut c = cfg(3, 0);
         c.params.late_margin = margin;
@@ -861,4 +866,44 @@ fn bad_repairs_are_counted_not_trusted() {
         &wire::emit_repair_packet(link, &[1, 2, 3]),
     );
     assert_eq!(off.counters().bad_repairs, 0);
+}
+
+/// The standing weight (`CelerityParams::standing_ratio`): outside the
+/// quick-start windows a queue that stands (every packet waits 50 ms) is
+/// charged in full, a queue of the same mean that only comes at random
+/// (seven packets of ten find the link empty, three wait 100 ms: mean 30
+/// ms, lower quartile 0) falls towards nothing within a few intervals; in
+/// a window, or with the ratio at 0, it is charged in full.
+#[test]
+fn the_standing_weight_charges_a_standing_queue_not_a_random_one() {
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.standing_ratio, 0.5);
+    let price = |c: &CelerityConfig, samples: &[f64], window: bool, intervals: usize| {
+        let mut peer = crossing_peer(c);
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        for _ in 0..intervals {
+            let inc = &mut peer.incoming[1];
+            measured(inc, mean, true);
+            inc.qn = samples.len() as u32;
+            inc.qsum = mean * samples.len() as f64;
+            inc.qsamples = samples.to_vec();
+            peer.update_rates(1, 1.0, window, false, 0.2, false);
+        }
+        peer.incoming[1].price
+    };
+    let standing = [0.05; 10];
+    let random = [0.0, 0.1, 0.0, 0.0, 0.1, 0.0, 0.0, 0.1, 0.0, 0.0];
+    assert!(close(price(&c, &standing, false, 20), 0.05));
+    // w halves towards 0 each interval: 0.5 after one, under 0.001 after ten.
+    assert!(close(price(&c, &random, false, 1), 0.5 * 0.03));
+    assert!(price(&c, &random, false, 10) < 0.001 * 0.03);
+    assert!(close(price(&c, &random, true, 10), 0.03));
+    let mut off = c.clone();
+    off.params.standing_ratio = 0.0;
+    assert!(close(price(&off, &random, false, 10), 0.03));
+    // A lower quartile at a quarter of the mean weighs half at ratio 0.5.
+    let quarter = [0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.13, 0.19];
+    let mean = quarter.iter().sum::<f64>() / 10.0;
+    assert!(close(mean, 0.04));
+    assert!((price(&c, &quarter, false, 60) - 0.5 * 0.04).abs() < 1e-6);
 }
