@@ -541,8 +541,8 @@ struct Incoming {
     base: [BaseDelay; 2],
     qsum: f64,
     qn: u32,
-    /// The interval's queuing delays of data packets (see
-    /// [`CelerityParams::standing_ratio`]).
+    /// The interval's queuing delays, one per packet of either size class
+    /// (see [`CelerityParams::standing_ratio`]).
     qsamples: Vec<f64>,
     /// The standing weight, smoothed.
     standing: f64,
