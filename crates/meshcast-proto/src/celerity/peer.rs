@@ -539,10 +539,9 @@ struct Incoming {
     /// Separate bases for small (control) and full (data) packets: the
     /// serialisation time differs by size class.
     base: [BaseDelay; 2],
-    qsum: f64,
-    qn: u32,
-    /// The interval's queuing delays, one per packet of either size class
-    /// (see [`CelerityParams::standing_ratio`]).
+    /// The interval's queuing delays, one per packet of either size class:
+    /// their mean is the interval's queuing delay, their lower quartile
+    /// the standing weight's (see [`CelerityParams::standing_ratio`]).
     qsamples: Vec<f64>,
     /// The standing weight, smoothed.
     standing: f64,
@@ -896,8 +895,6 @@ impl CelerityPeer {
             received: 0,
             lost: 0,
             base: Default::default(),
-            qsum: 0.0,
-            qn: 0,
             qsamples: Vec::new(),
             standing: 1.0,
             qdelay: 0.0,
@@ -1274,8 +1271,8 @@ impl CelerityPeer {
         inc.loss = loss;
         inc.raw_loss += 0.2 * (raw - inc.raw_loss);
         let before = inc.qdelay;
-        if inc.qn > 0 {
-            inc.qdelay = inc.qsum / f64::from(inc.qn);
+        if !inc.qsamples.is_empty() {
+            inc.qdelay = inc.qsamples.iter().sum::<f64>() / inc.qsamples.len() as f64;
         } else {
             // Nothing arrived: whatever queue there was drains.
             inc.qdelay *= 0.5;
@@ -1559,8 +1556,6 @@ impl CelerityPeer {
             inc.received = 0;
             inc.lost = 0;
             inc.recovered = 0;
-            inc.qsum = 0.0;
-            inc.qn = 0;
             inc.qsamples.clear();
             inc.age_sum = 0.0;
             inc.age_n = 0;
@@ -2200,8 +2195,6 @@ impl CelerityPeer {
         }
         let owd = f64::from(micros(now).wrapping_sub(link.hop_ts_us) as i32) / 1e6;
         let q = inc.base[usize::from(full)].sample(now, owd);
-        inc.qsum += q;
-        inc.qn += 1;
         inc.qsamples.push(q);
         inc.last_ts = Some((link.hop_ts_us, now));
     }

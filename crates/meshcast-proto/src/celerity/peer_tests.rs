@@ -196,8 +196,7 @@ fn close(a: f64, b: f64) -> bool {
 /// before (no trend, its one-second average already there).
 fn measured(inc: &mut Incoming, queue: f64, steady: bool) {
     inc.received = 10;
-    inc.qsum = queue * 10.0;
-    inc.qn = 10;
+    inc.qsamples = vec![queue; 10];
     if steady {
         inc.qdelay = queue;
         inc.qslow = queue;
@@ -884,8 +883,6 @@ fn the_standing_weight_charges_a_standing_queue_not_a_random_one() {
         for _ in 0..intervals {
             let inc = &mut peer.incoming[1];
             measured(inc, mean, true);
-            inc.qn = samples.len() as u32;
-            inc.qsum = mean * samples.len() as f64;
             inc.qsamples = samples.to_vec();
             peer.update_rates(1, 1.0, window, false, 0.2, false);
         }
