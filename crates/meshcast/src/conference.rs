@@ -93,7 +93,6 @@ pub(crate) struct RawConference {
     pace_to_heads: Option<bool>,
     share_guard: Option<Spanned<f64>>,
     standing_ratio: Option<Spanned<f64>>,
-    standing_window_ms: Option<Spanned<f64>>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
@@ -263,9 +262,6 @@ pub(crate) fn check(
     }
     if let Some(v) = fraction(&raw.standing_ratio, "conference.standing_ratio")? {
         params.standing_ratio = v;
-    }
-    if let Some(v) = positive(&raw.standing_window_ms, "conference.standing_window_ms")? {
-        params.standing_window = Duration::from_secs_f64(v / 1e3);
     }
     if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;

@@ -149,10 +149,9 @@ pub struct CelerityParams {
     /// outside the quick-start windows (see
     /// [`CelerityParams::quick_start`]) a link's queue counts in its price
     /// only as far as it stands. Each interval the tail compares the 25th
-    /// percentile of its packets' queuing delays over the last
-    /// [`CelerityParams::standing_window`] with their mean; the weight is
-    /// `min(1, p25 / (ratio·mean))`, smoothed over a few intervals, and
-    /// scales the queue's part of the price (not the loss,
+    /// percentile of its packets' queuing delays with their mean; the
+    /// weight is `min(1, p25 / (ratio·mean))`, smoothed over a few
+    /// intervals, and scales the queue's part of the price (not the loss,
     /// not the delay and age guards). A full link's queue stands (its
     /// 25th percentile is a good part of its mean: weight 1, the paper's
     /// price); a link with spare capacity queues only at random, when
@@ -165,13 +164,6 @@ pub struct CelerityParams {
     /// builds as links fill must slow the climb at once, and weighting it
     /// too slowed joins.
     pub standing_ratio: f64,
-    /// How far back the standing weight's quartile and mean look, in
-    /// whole control intervals (at least one; default 1 s, five). An
-    /// overlay link on a random underlay carries one to nine packets an
-    /// interval, too few for a quartile: from one or two samples the
-    /// quartile is the mean, and a random queue weighed in full whenever
-    /// it showed (docs/celerity.md, "The standing window").
-    pub standing_window: Duration,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -350,7 +342,6 @@ impl Default for CelerityParams {
             pace_to_heads: false,
             share_guard: 3.0,
             standing_ratio: 0.5,
-            standing_window: Duration::from_secs(1),
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -549,14 +540,9 @@ struct Incoming {
     /// serialisation time differs by size class.
     base: [BaseDelay; 2],
     /// The interval's queuing delays, one per packet of either size class:
-    /// their mean is the interval's queuing delay.
+    /// their mean is the interval's queuing delay, their lower quartile
+    /// the standing weight's (see [`CelerityParams::standing_ratio`]).
     qsamples: Vec<f64>,
-    /// The queuing delays of the standing window's intervals (see
-    /// [`CelerityParams::standing_window`]), oldest first, and how many
-    /// each of those intervals brought: their lower quartile against their
-    /// mean is the standing weight's.
-    qwindow: VecDeque<f64>,
-    qwindow_counts: VecDeque<usize>,
     /// The standing weight, smoothed.
     standing: f64,
     qdelay: f64,
@@ -878,11 +864,6 @@ impl CelerityPeer {
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
             return Err(ConfigError::Param("intervals must be positive".into()));
         }
-        if p.standing_window == Duration::ZERO {
-            return Err(ConfigError::Param(
-                "standing_window must be positive".into(),
-            ));
-        }
         for (name, v) in [
             ("repair_ratio", p.repair_ratio),
             ("resume", p.resume),
@@ -915,8 +896,6 @@ impl CelerityPeer {
             lost: 0,
             base: Default::default(),
             qsamples: Vec::new(),
-            qwindow: VecDeque::new(),
-            qwindow_counts: VecDeque::new(),
             standing: 1.0,
             qdelay: 0.0,
             qtrend: 0.0,
@@ -1268,12 +1247,6 @@ impl CelerityPeer {
             )
         };
         let late_gain = self.cfg.params.late_gain;
-        // The standing window in whole intervals (see
-        // `CelerityParams::standing_window`).
-        let standing_intervals = (self.cfg.params.standing_window.as_secs_f64()
-            / self.cfg.params.control_interval.as_secs_f64())
-        .round()
-        .max(1.0) as usize;
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
@@ -1324,25 +1297,12 @@ impl CelerityPeer {
         // The standing weight (see `CelerityParams::standing_ratio`),
         // measured in every interval, charged outside the windows.
         let ratio = self.cfg.params.standing_ratio;
-        if ratio > 0.0 {
-            // The window: this interval's samples in, the oldest
-            // interval's out.
-            inc.qwindow.extend(&inc.qsamples);
-            inc.qwindow_counts.push_back(inc.qsamples.len());
-            while inc.qwindow_counts.len() > standing_intervals {
-                let old = inc.qwindow_counts.pop_front().unwrap_or(0);
-                inc.qwindow.drain(..old);
-            }
-            let n = inc.qwindow.len();
-            let mean = inc.qwindow.iter().sum::<f64>() / n.max(1) as f64;
-            if mean > 0.0 {
-                // The nearest rank to a quarter of the way up.
-                let k = ((n - 1) as f64 * 0.25).round() as usize;
-                let mut sorted: Vec<f64> = inc.qwindow.iter().copied().collect();
-                let (_, &mut p25, _) = sorted.select_nth_unstable_by(k, f64::total_cmp);
-                let w = (p25 / (ratio * mean)).clamp(0.0, 1.0);
-                inc.standing += 0.5 * (w - inc.standing);
-            }
+        if ratio > 0.0 && inc.qdelay > 0.0 && !inc.qsamples.is_empty() {
+            // The nearest rank to a quarter of the way up.
+            let k = ((inc.qsamples.len() - 1) as f64 * 0.25).round() as usize;
+            let (_, &mut p25, _) = inc.qsamples.select_nth_unstable_by(k, f64::total_cmp);
+            let w = (p25 / (ratio * inc.qdelay)).clamp(0.0, 1.0);
+            inc.standing += 0.5 * (w - inc.standing);
         }
         let standing = if ratio > 0.0 && !window {
             inc.standing
@@ -1575,8 +1535,6 @@ impl CelerityPeer {
                     inc.qdelay = 0.0;
                     inc.qslow = 0.0;
                     inc.standing = 1.0;
-                    inc.qwindow.clear();
-                    inc.qwindow_counts.clear();
                     inc.age_slow = 0.0;
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
