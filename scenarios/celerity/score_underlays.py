@@ -68,15 +68,22 @@ def score(summary):
     }
 
 
-def run(meshcast, scenario, sets, out_root):
+def run_summary(meshcast, scenario, sets, out_root):
+    """`meshcast run SCENARIO --json` with `--set` for each of `sets`, its
+    report under a new directory in `out_root`: the summary."""
     out = tempfile.mkdtemp(dir=out_root)
     cmd = [meshcast, "run", scenario, "--json", "--out", out]
     for s in sets:
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        raise RuntimeError(f"{scenario}: meshcast failed:\n{p.stderr.strip()}")
-    summary = json.loads(p.stdout)
+        what = " ".join([scenario, *sets])
+        raise RuntimeError(f"{what}: meshcast failed:\n{p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def run(meshcast, scenario, sets, out_root):
+    summary = run_summary(meshcast, scenario, sets, out_root)
     result = score(summary)
     result["scenario"] = scenario
     result["wall_s"] = summary["wall_s"]

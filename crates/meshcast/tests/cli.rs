@@ -536,6 +536,104 @@ fn underlay_scripts_generate_and_score_underlays() {
     );
 }
 
+/// `robustness.py` measures each point of a family as the point's own run
+/// says: on the dumbbell the window margin and every session's first 95%
+/// second, on peer dynamics the seconds until every session is back after
+/// D's join and leave, on a baseline the worst session's rate in
+/// [200,300]. An unknown family is refused.
+#[test]
+fn robustness_script_measures_the_families_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let family = |name: &str, limit: &str| {
+        let file = format!("{name}.json");
+        let args = ["--meshcast", bin, "--limit", limit, "--json", &file, name];
+        let out = python("robustness.py", &args, d);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            stdout.contains(&format!("{name}: {limit} points")),
+            "{stdout}"
+        );
+        let points: Value = serde_json::from_slice(&std::fs::read(d.join(file)).unwrap()).unwrap();
+        points.as_array().unwrap().clone()
+    };
+    // The point's own run.
+    let rerun = |file: &str, point: &Value| {
+        let sets: Vec<&str> = point["point"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        scenario_with_sets(d, file, &sets)
+    };
+    let sessions = ["A", "B", "C", "D"];
+    for point in family("step-beta", "2") {
+        let s = rerun("celerity/dumbbell.toml", &point);
+        let mut margin = f64::INFINITY;
+        for p in sessions {
+            for from in [200, 420, 900] {
+                let w = window(flow(&s, p), from);
+                let got = num(&w["send_kbps"]).min(num(&w["recv_kbps_min"]));
+                margin = margin.min(got - 0.95 * num(&w["optimum_kbps"]));
+            }
+            let first = recv_series(&s, p).iter().position(|&r| r >= 0.95 * 240.0);
+            assert_eq!(point["first_95_s"][p].as_u64(), first.map(|t| t as u64));
+        }
+        assert!((num(&point["margin_kbps"]) - margin).abs() < 1e-9);
+    }
+    for point in family("joins", "1") {
+        let s = rerun("celerity/peer-dynamics.toml", &point);
+        let changes = point["changes"].as_array().unwrap();
+        assert_eq!(changes.len(), 2, "{point}");
+        for (c, (t, present)) in changes
+            .iter()
+            .zip([(120, &sessions[..]), (300, &sessions[..3])])
+        {
+            assert_eq!(num(&c["t_s"]), f64::from(t));
+            let opt = if t == 300 {
+                [240.0, 240.0, 480.0]
+            } else {
+                [240.0; 3]
+            };
+            let back = present
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let level = 0.9 * opt.get(i).copied().unwrap_or(240.0);
+                    back_within(&s, p, t as usize..=t as usize + 60, level, 0).unwrap()
+                })
+                .max()
+                .unwrap();
+            assert_eq!(
+                c["back_s"].as_u64(),
+                Some((back - t as usize) as u64),
+                "{c}"
+            );
+        }
+    }
+    for point in family("mutualcast", "1") {
+        let s = rerun("celerity/dumbbell-mutualcast.toml", &point);
+        let worst = sessions
+            .iter()
+            .map(|p| {
+                let w = window(flow(&s, p), 200);
+                num(&w["send_kbps"]).min(num(&w["recv_kbps_min"]))
+            })
+            .fold(f64::INFINITY, f64::min);
+        assert!((num(&point["worst_kbps"]) - worst).abs() < 1e-9);
+    }
+    let bad = python("robustness.py", &["--meshcast", bin, "nonsense"], d);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid choice"));
+}
+
 /// The Celerity dumbbell without events settles at its optimum: every
 /// session's send rate and lowest receiver goodput in [120,200] at least
 /// 95% of 240 kbit/s (issue 3's bound; measured 230.3–230.7), little loss,
