@@ -111,7 +111,7 @@ def dumbbell_point(summary, first_event_s):
         r = recv_series(f)
         t95 = next((t for t, v in enumerate(r) if v >= 0.95 * opt), None)
         first[f["source"]] = t95
-        end = min(len(r), int(first_event_s))
+        end = len(r) if first_event_s >= len(r) else int(first_event_s)
         dips[f["source"]] = [] if t95 is None else [
             t for t in range(t95, end) if r[t] < 0.9 * opt]
     if not margins:
