@@ -42,7 +42,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from score_underlays import default_meshcast, run_summary
+from score_underlays import add_run_options, check_run_options, run_summary
 
 try:
     import tomllib
@@ -222,16 +222,10 @@ def main():
         "(see the module's docstring).")
     ap.add_argument("family", choices=sorted(FAMILIES), metavar="FAMILY",
                     help="one of: " + ", ".join(sorted(FAMILIES)))
-    ap.add_argument("--meshcast", default=default_meshcast(), metavar="BIN")
-    ap.add_argument("--jobs", type=int, default=2, metavar="N")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_run_options(ap)
     ap.add_argument("--limit", type=int, metavar="N", help="run only the first N points")
-    ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
-    if not args.meshcast:
-        sys.exit("no meshcast binary: build it with `cargo build --release` or pass --meshcast")
-    if args.jobs < 1:
-        sys.exit("--jobs must be at least 1")
+    check_run_options(args)
     if args.limit is not None and args.limit < 1:
         sys.exit("--limit must be at least 1")
     file, points = FAMILIES[args.family]

@@ -68,6 +68,23 @@ def score(summary):
     }
 
 
+def add_run_options(ap):
+    """The options every scenario script takes: --meshcast, --jobs, --set
+    and --json."""
+    ap.add_argument("--meshcast", default=default_meshcast(), metavar="BIN")
+    ap.add_argument("--jobs", type=int, default=2, metavar="N")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--json", metavar="FILE")
+
+
+def check_run_options(args):
+    """Exits with a message if the options of `add_run_options` cannot run."""
+    if not args.meshcast:
+        sys.exit("no meshcast binary: build it with `cargo build --release` or pass --meshcast")
+    if args.jobs < 1:
+        sys.exit("--jobs must be at least 1")
+
+
 def run_summary(meshcast, scenario, sets, out_root):
     """`meshcast run SCENARIO --json` with `--set` for each of `sets`, its
     report under a new directory in `out_root`: the summary."""
@@ -95,15 +112,9 @@ def main():
         description="Score Celerity on underlays against the coded optimum "
         "(see the module's docstring).")
     ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    ap.add_argument("--meshcast", default=default_meshcast(), metavar="BIN")
-    ap.add_argument("--jobs", type=int, default=2, metavar="N")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--json", metavar="FILE")
+    add_run_options(ap)
     args = ap.parse_args()
-    if not args.meshcast:
-        sys.exit("no meshcast binary: build it with `cargo build --release` or pass --meshcast")
-    if args.jobs < 1:
-        sys.exit("--jobs must be at least 1")
+    check_run_options(args)
     for s in args.scenarios:
         if not os.path.isfile(s):
             sys.exit(f"{s}: no such scenario file")
