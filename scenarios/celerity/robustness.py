@@ -42,7 +42,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from score_underlays import add_run_options, check_run_options, run_summary
+from score_underlays import add_run_options, check_run_options, run_summary, sessions
 
 try:
     import tomllib
@@ -82,10 +82,6 @@ FAMILIES = {
 FIRST_95_S = 20
 BACK_WITHIN_S = 15
 BASELINE_MAX_KBPS = 120.0
-
-
-def sessions(summary):
-    return [f for f in summary["flows"] if f["kind"] == "session"]
 
 
 def recv_series(flow):

@@ -41,12 +41,15 @@ def default_meshcast():
     return shutil.which("meshcast")
 
 
+def sessions(summary):
+    """The conference sessions among a run's flows."""
+    return [f for f in summary["flows"] if f["kind"] == "session"]
+
+
 def score(summary):
     """The worst session of a run's summary, in its first report window."""
     rows = []
-    for f in summary["flows"]:
-        if f["kind"] != "session":
-            continue
+    for f in sessions(summary):
         if not f["windows"]:
             raise ValueError("the scenario has no report window")
         w = f["windows"][0]
