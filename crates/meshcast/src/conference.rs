@@ -96,6 +96,7 @@ pub(crate) struct RawConference {
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
+    late_forecast: Option<bool>,
     late_gain: Option<Spanned<f64>>,
     balance: Option<Spanned<f64>>,
     spare: Option<bool>,
@@ -271,6 +272,9 @@ pub(crate) fn check(
     }
     if let Some(v) = below_bound(&raw.age_margin_ms, "conference.age_margin_ms")? {
         params.age_margin = Duration::from_secs_f64(v / 1e3);
+    }
+    if let Some(v) = raw.late_forecast {
+        params.late_forecast = v;
     }
     if let Some(v) = non_negative(&raw.late_gain, "conference.late_gain")? {
         params.late_gain = v;

@@ -212,6 +212,28 @@ pub struct CelerityParams {
     /// guard, which needs no clock, stays as the backstop. Default 80 ms,
     /// 40% of the delay bound ([`CelerityParams::with_delay_bound`]).
     pub age_margin: Duration,
+    /// The late forecast. A data packet that reaches a relay must still
+    /// cross the subtree below it; its age there plus the propagation
+    /// down that subtree to its farthest member (this peer's own links'
+    /// one-way delays for the first hop, the ones its own session's
+    /// link-state reports give below) is the age it will at least have
+    /// at that member. The fraction of a link's data packets whose
+    /// forecast passes the delay bound less
+    /// [`late_margin`](Self::late_margin), averaged over about a second,
+    /// is charged on the link like a loss rate, but never more than the
+    /// link's own queue, averaged alike: a link is charged for lateness
+    /// only as far as its queue adds to it. Outside the quick-start
+    /// windows only (see [`CelerityParams::quick_start`]).
+    ///
+    /// The age guard ([`age_margin`](Self::age_margin)) sees a packet's
+    /// age only where it arrives: a relay forwarding packets that will
+    /// come late two hops on is not charged, nor are the other links
+    /// through the queue that made them late. On random underlays that
+    /// queue stood where the sessions with short paths through it settled
+    /// (about `U′^(1−e)·ceiling^e`, 100 ms), and sessions relayed through
+    /// it over deep chains lost up to 38% of their packets
+    /// (docs/celerity.md, "The late forecast").
+    pub late_forecast: bool,
     /// The balance's step κ_b (0 turns it off). During the quick-start
     /// window (`quick_start` after the start and after every membership
     /// change), after rule (10), a tail moves rate between sessions whose
@@ -352,6 +374,7 @@ impl Default for CelerityParams {
             late_margin: Duration::from_millis(40),
             late_gain: 4.0,
             age_margin: Duration::from_millis(80),
+            late_forecast: true,
             balance: 0.03,
             spare: true,
             resume: 0.6,
@@ -557,6 +580,11 @@ struct Incoming {
     age_n: u32,
     /// Their mean age averaged over about a second, seconds.
     age_slow: f64,
+    /// How many of this interval's data packets are forecast late (see
+    /// [`CelerityParams::late_forecast`]), and that fraction averaged
+    /// over about a second.
+    forecast_late: u32,
+    forecast_slow: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
     /// Each session's rate when quick start last ended on this link (0
@@ -903,6 +931,8 @@ impl CelerityPeer {
             age_sum: 0.0,
             age_n: 0,
             age_slow: 0.0,
+            forecast_late: 0,
+            forecast_slow: 0.0,
             ramping: true,
             ramp_end: [0.0; MAX_PARTICIPANTS],
             price_scale: 1.0,
@@ -1005,6 +1035,49 @@ impl CelerityPeer {
     }
 
     /// Present members other than this peer.
+    /// The longest propagation delay from this peer to a member of the
+    /// subtree a data packet still has to reach (`entries`, this peer's
+    /// own entry among them; none for a leaf), seconds: this peer's own
+    /// links' one-way delays for the first hop, the delays its own
+    /// session's link-state reports give below (see
+    /// [`CelerityParams::late_forecast`]).
+    fn delay_below(&self, entries: &[TreeEntry]) -> f64 {
+        let n = self.n;
+        let children = |m: usize| {
+            entries
+                .iter()
+                .find(|e| usize::from(e.member) == m)
+                .map_or(0, |e| e.children)
+        };
+        let mut longest = 0.0f64;
+        // (member, delay from here, depth); a tree has at most n − 1
+        // levels below this peer, which also bounds a malformed loop.
+        let mut stack = vec![(self.me, 0.0f64, 0usize)];
+        while let Some((m, d, depth)) = stack.pop() {
+            longest = longest.max(d);
+            if depth + 1 >= n {
+                continue;
+            }
+            let kids = children(m);
+            for c in (0..n).filter(|&c| c != m && kids & (1 << c) != 0) {
+                let hop = if m == self.me {
+                    self.outgoing[c].one_way_delay().unwrap_or(Duration::ZERO)
+                } else {
+                    self.src.delays[m * n + c]
+                };
+                stack.push((c, d + hop.as_secs_f64(), depth + 1));
+            }
+        }
+        longest
+    }
+
+    /// The age past which a data packet's forecast counts as late (see
+    /// [`CelerityParams::late_forecast`]).
+    fn forecast_limit(&self) -> f64 {
+        let p = &self.cfg.params;
+        p.delay_bound.as_secs_f64() - p.late_margin.as_secs_f64()
+    }
+
     fn others(&self) -> Vec<usize> {
         (0..self.n)
             .filter(|&u| u != self.me && self.present[u])
@@ -1252,6 +1325,7 @@ impl CelerityPeer {
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
         let steady_gain = self.cfg.params.steady_gain;
         let landing = self.cfg.params.landing_gain;
+        let forecast_on = self.cfg.params.late_forecast;
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -1290,8 +1364,19 @@ impl CelerityPeer {
         // one-second average.
         if inc.age_n > 0 {
             inc.age_slow += 0.2 * (inc.age_sum / f64::from(inc.age_n) - inc.age_slow);
+            let late = f64::from(inc.forecast_late) / f64::from(inc.age_n);
+            inc.forecast_slow += 0.2 * (late - inc.forecast_slow);
         }
-        let guard = late_gain * (inc.qslow - knee).max(inc.age_slow - age_knee).max(0.0);
+        // The late forecast (see `CelerityParams::late_forecast`): at most
+        // the link's own queue, outside the windows.
+        let forecast = if forecast_on && !window {
+            inc.forecast_slow.min(inc.qslow)
+        } else {
+            0.0
+        };
+        let guard = (late_gain * (inc.qslow - knee).max(inc.age_slow - age_knee))
+            .max(forecast)
+            .max(0.0);
         // The queue's part of the price (the paper's, with its trend); the
         // guards come on top, unscaled (see `CelerityParams::queue_ceiling`).
         // The standing weight (see `CelerityParams::standing_ratio`),
@@ -1536,6 +1621,7 @@ impl CelerityPeer {
                     inc.qslow = 0.0;
                     inc.standing = 1.0;
                     inc.age_slow = 0.0;
+                    inc.forecast_slow = 0.0;
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
             } else {
@@ -1558,6 +1644,7 @@ impl CelerityPeer {
             inc.recovered = 0;
             inc.qsamples.clear();
             inc.age_sum = 0.0;
+            inc.forecast_late = 0;
             inc.age_n = 0;
             // Tell the head when something moved, and every heartbeat.
             let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
@@ -2451,9 +2538,13 @@ impl Endpoint for CelerityPeer {
                 media,
             } => {
                 self.measure(u, now, link, true);
+                let age = age_since(now, header.origin_ts_us).as_secs_f64();
+                let late = self.cfg.params.late_forecast
+                    && age + self.delay_below(&header.entries) > self.forecast_limit();
                 let inc = &mut self.incoming[u];
-                inc.age_sum += age_since(now, header.origin_ts_us).as_secs_f64();
+                inc.age_sum += age;
                 inc.age_n += 1;
+                inc.forecast_late += u32::from(late);
                 for c in control {
                     self.on_control(u, now, c);
                 }

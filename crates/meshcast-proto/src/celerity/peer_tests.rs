@@ -510,6 +510,80 @@ fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
     assert!((young - 0.005).abs() < 1e-9, "{young}");
 }
 
+/// The late forecast (`CelerityParams::late_forecast`): a link whose
+/// data packets are forecast late is charged that fraction like a loss
+/// rate, at most its own queue (60 ms here), outside the quick-start
+/// windows only, and not at all with the forecast off.
+#[test]
+fn the_late_forecast_charges_a_link_at_most_its_queue() {
+    let queue = 0.060;
+    let price = |late_forecast: bool, fraction: f64, window: bool| {
+        let mut c = cfg(3, 0);
+        c.params.late_forecast = late_forecast;
+        let mut peer = CelerityPeer::new(c).unwrap();
+        peer.present = vec![true; 3];
+        let inc = &mut peer.incoming[1];
+        measured(inc, queue, true);
+        // The second's average already there, and this interval alike.
+        inc.age_n = 100;
+        inc.forecast_late = (fraction * 100.0).round() as u32;
+        inc.forecast_slow = fraction;
+        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.incoming[1].price
+    };
+    let capped = price(true, 0.5, false);
+    assert!((capped - 2.0 * queue).abs() < 1e-9, "{capped}");
+    let fraction = price(true, 0.03, false);
+    assert!((fraction - (queue + 0.03)).abs() < 1e-9, "{fraction}");
+    for (on, window) in [(true, true), (false, false)] {
+        let plain = price(on, 0.5, window);
+        assert!((plain - queue).abs() < 1e-9, "{on} {window}: {plain}");
+    }
+}
+
+/// The late forecast's propagation down the subtree a packet still has to
+/// reach: this peer's own links' one-way delays (half their minimum RTT)
+/// for the first hop, the reported delays below; the farthest member
+/// counts, and a leaf has nothing below it.
+#[test]
+fn the_late_forecast_adds_the_subtree_below() {
+    let mut peer = CelerityPeer::new(cfg(5, 1)).unwrap();
+    // 1 → 2 takes 10 ms and 1 → 3 takes 20 ms; 2 → 4 was reported at 30.
+    peer.outgoing[2].rtt_min.sample(Time::ZERO, 0.020);
+    peer.outgoing[3].rtt_min.sample(Time::ZERO, 0.040);
+    peer.src.delays[2 * 5 + 4] = Duration::from_millis(30);
+    let entries = [
+        TreeEntry {
+            member: 1,
+            children: (1 << 2) | (1 << 3),
+        },
+        TreeEntry {
+            member: 2,
+            children: 1 << 4,
+        },
+    ];
+    assert!((peer.delay_below(&entries) - 0.040).abs() < 1e-9);
+    // Through 3 alone: 20 ms.
+    let entries = [TreeEntry {
+        member: 1,
+        children: 1 << 3,
+    }];
+    assert!((peer.delay_below(&entries) - 0.020).abs() < 1e-9);
+    assert_eq!(peer.delay_below(&[]), 0.0);
+    // A malformed loop (2 → 1 → 2) ends.
+    let entries = [
+        TreeEntry {
+            member: 1,
+            children: 1 << 2,
+        },
+        TreeEntry {
+            member: 2,
+            children: 1 << 1,
+        },
+    ];
+    assert!(peer.delay_below(&entries).is_finite());
+}
+
 #[test]
 fn duplicate_window() {
     let mut s = SessionInfo::default();
