@@ -794,20 +794,22 @@ fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
 ///
 /// - With the defaults (the queue ceiling at 80 ms, exponent 2/3) every
 ///   session's lowest receiver gets at least 75% of the coded optimum with
-///   at most 18% loss (measured 85%, 8.5%; 81–84% with 8.9–12.0% at step
-///   0.0146/0.0154 × β 17.9/18.1; 86%, 7.7% and 79–85% with 9.2–14.0%
+///   at most 18% loss (measured 89%, 4.1%; 85–90% with 3.9–8.8% at step
+///   0.0146/0.0154 × β 17.9/18.1; 85%, 8.5% and 81–84% with 8.9–12.0%
+///   before the late forecast, docs/celerity.md, "The late forecast";
+///   86%, 7.7% and 79–85% with 9.2–14.0%
 ///   before the standing weight, docs/celerity.md, "The standing weight";
 ///   84%, 9.6% and 81–84% with 10.0–13.1% before the share guard, docs/celerity.md, "The share guard"; 80%,
 ///   13.7% before the landing, "The landing").
 /// - Without the ceiling (`queue_ceiling_ms = 0`: the delay and age guards
 ///   alone, the defaults before 2026-11-23) the worst session gets less
-///   than 70% and loses at least 20% (measured 64% of its optimum, 28%
-///   loss; 65%, 27% before the standing weight; 66%, 26% before the landing; 61%, 30% before the steady gain).
+///   than 70% and loses at least 20% (measured 66% of its optimum, 26%
+///   loss; 64%, 28% before the late forecast; 65%, 27% before the standing weight; 66%, 26% before the landing; 61%, 30% before the steady gain).
 /// - With the linear ceiling and pacing to the heads
 ///   (`ceiling_exponent = 1`, `pace_to_heads = true`), the setting for
 ///   slow cores whose sessions do not share a queue through separate
 ///   overlay links, at least 80% with at most 5% loss (measured 92%,
-///   1.0% with and without the standing weight, and 90–92% with 0.7–1.8%
+///   0.8% with the late forecast; 92%, 1.0% with and without the standing weight, and 90–92% with 0.7–1.8%
 ///   at the four points before it; 93%, 0.7%, before
 ///   the landing; 91%, 0.7% with the
 ///   packing's allowance and before the exponent and the start's hold;
