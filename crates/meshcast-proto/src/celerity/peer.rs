@@ -1050,22 +1050,30 @@ impl CelerityPeer {
                 .map_or(0, |e| e.children)
         };
         let mut longest = 0.0f64;
-        // (member, delay from here, depth); a tree has at most n − 1
-        // levels below this peer, which also bounds a malformed loop.
-        let mut stack = vec![(self.me, 0.0f64, 0usize)];
-        while let Some((m, d, depth)) = stack.pop() {
+        // Depth first, each member at most once (a tree reaches each once;
+        // a malformed subtree that names a member twice or loops costs no
+        // more): at most `n` entries on the stack, `(member, delay from
+        // here)`, no allocation on this per-packet path.
+        let mut stack = [(0usize, 0.0f64); MAX_PARTICIPANTS];
+        stack[0] = (self.me, 0.0);
+        let (mut len, mut seen) = (1, 1u32 << self.me);
+        while len > 0 {
+            len -= 1;
+            let (m, d) = stack[len];
             longest = longest.max(d);
-            if depth + 1 >= n {
-                continue;
-            }
             let kids = children(m);
-            for c in (0..n).filter(|&c| c != m && kids & (1 << c) != 0) {
+            for c in 0..n {
+                if kids & (1 << c) == 0 || seen & (1 << c) != 0 {
+                    continue;
+                }
+                seen |= 1 << c;
                 let hop = if m == self.me {
                     self.outgoing[c].one_way_delay().unwrap_or(Duration::ZERO)
                 } else {
                     self.src.delays[m * n + c]
                 };
-                stack.push((c, d + hop.as_secs_f64(), depth + 1));
+                stack[len] = (c, d + hop.as_secs_f64());
+                len += 1;
             }
         }
         longest

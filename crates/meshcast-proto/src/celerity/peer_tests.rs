@@ -582,6 +582,20 @@ fn the_late_forecast_adds_the_subtree_below() {
         },
     ];
     assert!(peer.delay_below(&entries).is_finite());
+    // Every member naming every other as a child, at sixteen members:
+    // each is visited once (a search by paths would take 15! steps).
+    let mut peer = CelerityPeer::new(cfg(16, 0)).unwrap();
+    for i in 0..16 * 16 {
+        peer.src.delays[i] = Duration::from_millis(1);
+    }
+    let all: Vec<TreeEntry> = (0..16)
+        .map(|m| TreeEntry {
+            member: m,
+            children: u16::MAX,
+        })
+        .collect();
+    let below = peer.delay_below(&all);
+    assert!((0.0..=0.015).contains(&below), "{below}");
 }
 
 #[test]
