@@ -31,6 +31,8 @@ pub(super) const BUCKET: Duration = Duration::from_secs(60);
 #[derive(Clone, Debug)]
 pub(super) struct BaseDelay {
     mins: [f64; HISTORY],
+    /// The minimum of `mins`, kept as they change (read per packet).
+    min: f64,
     head: usize,
     since: Option<Time>,
 }
@@ -39,6 +41,7 @@ impl Default for BaseDelay {
     fn default() -> Self {
         BaseDelay {
             mins: [f64::INFINITY; HISTORY],
+            min: f64::INFINITY,
             head: 0,
             since: None,
         }
@@ -48,8 +51,7 @@ impl Default for BaseDelay {
 impl BaseDelay {
     /// The windowed minimum so far, seconds.
     pub(super) fn base(&self) -> Option<f64> {
-        let m = self.mins.iter().copied().fold(f64::INFINITY, f64::min);
-        m.is_finite().then_some(m)
+        self.min.is_finite().then_some(self.min)
     }
 
     /// Record a delay of `owd` seconds and return how far it is above the
@@ -65,6 +67,7 @@ impl BaseDelay {
             self.since = Some(since + Duration::from_nanos(elapsed * BUCKET.as_nanos()));
         }
         self.mins[self.head] = self.mins[self.head].min(owd);
+        self.min = self.mins.iter().copied().fold(f64::INFINITY, f64::min);
         (owd - self.base().unwrap_or(owd)).max(0.0)
     }
 }

@@ -1068,11 +1068,12 @@ impl CelerityPeer {
                 }
                 seen |= 1 << c;
                 let hop = if m == self.me {
-                    self.outgoing[c].one_way_delay().unwrap_or(Duration::ZERO)
+                    // Half the minimum RTT, as `Outgoing::one_way_delay`.
+                    self.outgoing[c].rtt_min.base().map_or(0.0, |rtt| rtt / 2.0)
                 } else {
-                    self.src.delays[m * n + c]
+                    self.src.delays[m * n + c].as_secs_f64()
                 };
-                stack[len] = (c, d + hop.as_secs_f64());
+                stack[len] = (c, d + hop);
                 len += 1;
             }
         }
