@@ -1034,7 +1034,6 @@ impl CelerityPeer {
         Rate::from_kbps_f64(self.src.rate_kbps)
     }
 
-    /// Present members other than this peer.
     /// The longest propagation delay from this peer to a member of the
     /// subtree a data packet still has to reach (`entries`, this peer's
     /// own entry among them; none for a leaf), seconds: this peer's own
@@ -1087,6 +1086,7 @@ impl CelerityPeer {
         p.delay_bound.as_secs_f64() - p.late_margin.as_secs_f64()
     }
 
+    /// Present members other than this peer.
     fn others(&self) -> Vec<usize> {
         (0..self.n)
             .filter(|&u| u != self.me && self.present[u])
