@@ -654,9 +654,13 @@ impl Incoming {
 impl Outgoing {
     /// The link's propagation delay: half its windowed minimum RTT.
     fn one_way_delay(&self) -> Option<Duration> {
-        self.rtt_min
-            .base()
-            .map(|rtt| Duration::from_secs_f64(rtt / 2.0))
+        self.one_way_secs().map(Duration::from_secs_f64)
+    }
+
+    /// [`Outgoing::one_way_delay`] in seconds (read per packet by the late
+    /// forecast, without the round trip through `Duration`).
+    fn one_way_secs(&self) -> Option<f64> {
+        self.rtt_min.base().map(|rtt| rtt / 2.0)
     }
 }
 
@@ -1067,8 +1071,7 @@ impl CelerityPeer {
                 }
                 seen |= 1 << c;
                 let hop = if m == self.me {
-                    // Half the minimum RTT, as `Outgoing::one_way_delay`.
-                    self.outgoing[c].rtt_min.base().map_or(0.0, |rtt| rtt / 2.0)
+                    self.outgoing[c].one_way_secs().unwrap_or(0.0)
                 } else {
                     self.src.delays[m * n + c].as_secs_f64()
                 };
