@@ -877,22 +877,17 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
         ratio >= 0.65 && loss <= 0.30,
         "guard on: {ratio} of the optimum, {loss} loss"
     );
-    let off = scenario_json(
+    let off = scenario_with_sets(
         dir.path(),
         "celerity/random-late.toml",
-        &[
-            "--set",
-            "conference.late_gain=0",
-            "--set",
-            "conference.late_forecast=false",
-        ],
+        &["conference.late_gain=0", "conference.late_forecast=false"],
     );
     let (_, loss) = worst(&off);
     assert!(loss >= 0.35, "guards off: {loss} loss");
-    let forecast = scenario_json(
+    let forecast = scenario_with_sets(
         dir.path(),
         "celerity/random-late.toml",
-        &["--set", "conference.late_gain=0"],
+        &["conference.late_gain=0"],
     );
     let (ratio, loss) = worst(&forecast);
     assert!(
@@ -928,10 +923,10 @@ fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
         ratio >= 0.62 && loss <= 0.30 && mean <= 0.11,
         "forecast on: {ratio} of the optimum, {loss} loss at worst, {mean} on average"
     );
-    let off = scenario_json(
+    let off = scenario_with_sets(
         dir.path(),
         "celerity/random-deep.toml",
-        &["--set", "conference.late_forecast=false"],
+        &["conference.late_forecast=false"],
     );
     let mean = mean_loss(&off);
     assert!(mean >= 0.13, "forecast off: {mean} loss on average");
