@@ -86,6 +86,7 @@ pub(crate) struct RawConference {
     quick_start_s: Option<Spanned<f64>>,
     steady_gain: Option<Spanned<f64>>,
     landing_gain: Option<Spanned<f64>>,
+    cautious_gain: Option<Spanned<f64>>,
     media_bytes: Option<Spanned<i64>>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
@@ -223,6 +224,9 @@ pub(crate) fn check(
     }
     if let Some(v) = positive(&raw.landing_gain, "conference.landing_gain")? {
         params.landing_gain = v;
+    }
+    if let Some(v) = positive(&raw.cautious_gain, "conference.cautious_gain")? {
+        params.cautious_gain = v;
     }
     if let Some(m) = &raw.media_bytes {
         params.media_bytes = u32::try_from(*m.get_ref())

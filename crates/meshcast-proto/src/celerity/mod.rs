@@ -36,6 +36,6 @@ mod schedule;
 pub mod wire;
 
 pub use peer::{
-    BALANCE_TOLERANCE, CelerityConfig, CelerityParams, CelerityPeer, DEFAULT_DELAY_BOUND,
-    MAX_APP_MEDIA, PeerCounters, SPARE_PRICE, SPARE_PROPAGATION, STEADY_BAND,
+    BALANCE_TOLERANCE, CAUTIOUS_HOLD, CelerityConfig, CelerityParams, CelerityPeer,
+    DEFAULT_DELAY_BOUND, MAX_APP_MEDIA, PeerCounters, SPARE_PRICE, SPARE_PROPAGATION, STEADY_BAND,
 };

@@ -36,6 +36,9 @@ fn bad_configs_are_refused() {
         let mut c = cfg(3, 0);
         c.params.steady_gain = steady;
         assert!(CelerityPeer::new(c).is_err(), "{steady}");
+        let mut c = cfg(3, 0);
+        c.params.cautious_gain = steady;
+        assert!(CelerityPeer::new(c).is_err(), "cautious {steady}");
     }
     for balance in [-0.1, f64::NAN] {
         let mut c = cfg(3, 0);
@@ -360,6 +363,83 @@ fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
     // 0.625).
     let more = other(0.15);
     assert!(close(more, quick * step * 50.0 * 0.625), "{more}");
+}
+
+/// The cautious ramp (`CelerityParams::cautious_gain`): in the start
+/// window, once quick start ends on one link into the tail, the tail's
+/// other links still in quick start step at `cautious_gain·κ` for
+/// [`CAUTIOUS_HOLD`], then at quick start's pace again; in a window opened
+/// by a join, and for the Mutualcast baseline, they keep quick start's pace.
+#[test]
+fn the_cautious_ramp_slows_the_other_links_of_a_tail_for_its_hold() {
+    let c = queue_priced_cfg();
+    let (step, quick, cautious) = (
+        c.params.step,
+        c.params.quick_start_gain,
+        c.params.cautious_gain,
+    );
+    assert!(cautious < quick);
+    let interval = c.params.control_interval;
+    // Peer 0 of three, both links into it up and in quick start. Link
+    // 1 → 0 is in session 2's cut (`U′` = 0.1 s); link 2 → 0 in session
+    // 1's (`U′` = 0.1 s, 100 kbit/s on it). Returns session 1's step on
+    // link 2 → 0 in each of `intervals` intervals after the one in which a
+    // queue of 0.06 s (past half of `U′`) ends quick start on link 1 → 0.
+    let steps = |model: Model, start: bool, intervals: usize| {
+        let mut c = c.clone();
+        c.model = model;
+        let mut peer = CelerityPeer::new(c).unwrap();
+        peer.present = vec![true; 3];
+        peer.sessions[1] = known_session(0.1, 0b110, 0b110);
+        peer.sessions[2] = known_session(0.1, 0b111, 0b110);
+        let t0 = Time::ZERO + Duration::from_secs(3);
+        peer.quick_until = t0 + Duration::from_secs(20);
+        peer.start_window_end = if start { peer.quick_until } else { t0 };
+        peer.incoming[2].rates[1] = 100.0;
+        let mut now = t0;
+        let mut out = Vec::new();
+        for k in 0..=intervals {
+            peer.direct = vec![Some(now); 3];
+            measured(
+                &mut peer.incoming[1],
+                if k == 0 { 0.06 } else { 0.0 },
+                false,
+            );
+            peer.incoming[2].received = 10;
+            let before = peer.incoming[2].rates[1];
+            peer.control_tick(now);
+            assert!(!peer.incoming[1].ramping && peer.incoming[2].ramping);
+            out.push(peer.incoming[2].rates[1] - before);
+            now += interval;
+        }
+        out
+    };
+    let pace = |gain: f64, rate: f64| step * gain * rate;
+    let hold = (CAUTIOUS_HOLD.as_secs_f64() / interval.as_secs_f64()).round() as usize;
+    let s = steps(Model::Deep, true, hold + 1);
+    // The interval that ends link 1's quick start: link 2 at quick start's
+    // pace still.
+    assert!(close(s[0], pace(quick, 100.0)), "{s:?}");
+    // Then the cautious gain for the hold's intervals, and quick start's
+    // again after them.
+    let mut rate = 100.0 + s[0];
+    for (k, &d) in s.iter().enumerate().skip(1) {
+        let gain = if k <= hold { cautious } else { quick };
+        assert!(close(d, pace(gain, rate)), "interval {k}: {s:?}");
+        rate += d;
+    }
+    // Quick start's pace throughout after a join (not the start window),
+    // and for the Mutualcast baseline.
+    for s in [
+        steps(Model::Deep, false, 3),
+        steps(Model::Mutualcast, true, 3),
+    ] {
+        let mut rate = 100.0;
+        for &d in &s {
+            assert!(close(d, pace(quick, rate)), "{s:?}");
+            rate += d;
+        }
+    }
 }
 
 /// Spare lending (`CelerityParams::spare`) on a short link: within the
