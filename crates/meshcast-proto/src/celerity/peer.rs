@@ -626,9 +626,6 @@ struct Incoming {
     forecast_slow: f64,
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
-    /// Still in quick start while the cautious ramp holds (see
-    /// [`CelerityParams::cautious_gain`]): it steps at the cautious gain.
-    cautious: bool,
     /// Each session's rate when quick start last ended on this link (0
     /// until it has since the last membership change): where
     /// [`CelerityParams::resume`] aims.
@@ -854,8 +851,9 @@ pub struct CelerityPeer {
     events: VecDeque<Event>,
     quick_until: Time,
     /// Until when the cautious ramp holds (see
-    /// [`CelerityParams::cautious_gain`]).
-    cautious_until: Time,
+    /// [`CelerityParams::cautious_gain`]): control intervals that start
+    /// by then step at the cautious gain.
+    cautious_until: Option<Time>,
     /// The end of the quick-start window that opened at the start
     /// ([`CelerityParams::resume`] acts only in later ones).
     start_window_end: Time,
@@ -984,7 +982,6 @@ impl CelerityPeer {
             forecast_late: 0,
             forecast_slow: 0.0,
             ramping: true,
-            cautious: false,
             ramp_end: [0.0; MAX_PARTICIPANTS],
             price_scale: 1.0,
             down: false,
@@ -1047,7 +1044,7 @@ impl CelerityPeer {
             tx: VecDeque::new(),
             events: VecDeque::new(),
             quick_until: Time::ZERO,
-            cautious_until: Time::ZERO,
+            cautious_until: None,
             start_window_end: Time::ZERO,
             started: false,
             closed: false,
@@ -1169,10 +1166,9 @@ impl CelerityPeer {
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
         // Every link starts quick start afresh, at its full pace.
-        self.cautious_until = Time::ZERO;
+        self.cautious_until = None;
         for inc in &mut self.incoming {
             inc.ramping = true;
-            inc.cautious = false;
             inc.ramp_end = [0.0; MAX_PARTICIPANTS];
         }
         self.pack(now);
@@ -1347,7 +1343,8 @@ impl CelerityPeer {
     /// multiplier now, `window` whether the quick-start window is open,
     /// `resumes` whether quick start may resume on the link (see
     /// [`CelerityParams::resume`]), `start` whether the window is the
-    /// start's (see [`CelerityParams::queue_ceiling`]).
+    /// start's (see [`CelerityParams::queue_ceiling`]). Returns whether the
+    /// link's quick start ended in this interval.
     fn update_rates(
         &mut self,
         u: usize,
@@ -1356,7 +1353,7 @@ impl CelerityPeer {
         resumes: bool,
         interval: f64,
         start: bool,
-    ) {
+    ) -> bool {
         let (beta, c0, delta) = {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
@@ -1388,12 +1385,11 @@ impl CelerityPeer {
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
         let steady_gain = self.cfg.params.steady_gain;
         let landing = self.cfg.params.landing_gain;
-        let cautious_gain = self.cfg.params.cautious_gain;
         let forecast_on = self.cfg.params.late_forecast;
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
-        let (ramping, cautious) = (inc.ramping, inc.cautious);
+        let ramping = inc.ramping;
         let (rates_before, ramp_end) = (inc.rates, inc.ramp_end);
         let total = inc.received + inc.lost;
         let (raw, loss) = if total > 0 {
@@ -1569,9 +1565,6 @@ impl CelerityPeer {
             // start, for a session whose own signal ended it.
             let q = if ends && start && signals((gain, uprime)) {
                 landing
-            } else if ramping && cautious {
-                // The cautious ramp (see `CelerityParams::cautious_gain`).
-                cautious_gain
             } else if ramping || (resumes && calm && c < resume * ramp_end[m]) {
                 quick
             } else {
@@ -1611,6 +1604,7 @@ impl CelerityPeer {
             }
             inc.rates[m] = (c + step).max(0.0);
         }
+        ends
     }
 
     /// The balance (see [`CelerityParams::balance`]) over the links into
@@ -1663,10 +1657,13 @@ impl CelerityPeer {
         let window = now < self.quick_until;
         let start = now < self.start_window_end;
         let resumes = window && !start && self.cfg.params.resume > 0.0;
-        let quick = if window {
-            self.cfg.params.quick_start_gain
-        } else {
-            1.0
+        // The cautious ramp (see `CelerityParams::cautious_gain`) slows
+        // quick start's step on the links still in it.
+        let cautious = self.cautious_until.is_some_and(|t| now <= t);
+        let quick = match (window, cautious) {
+            (true, false) => self.cfg.params.quick_start_gain,
+            (true, true) => self.cfg.params.cautious_gain,
+            (false, _) => 1.0,
         };
         let interval = self.cfg.params.control_interval.as_secs_f64();
         let mut links_changed = false;
@@ -1699,16 +1696,13 @@ impl CelerityPeer {
                     inc.down = false;
                     inc.rates = [c0.max(0.0); MAX_PARTICIPANTS];
                 }
-                let ramping = self.incoming[u].ramping;
-                self.update_rates(u, quick, window, resumes, interval, start);
-                ended |= start && ramping && !self.incoming[u].ramping;
+                ended |= self.update_rates(u, quick, window, resumes, interval, start) && start;
             }
         }
         // The cautious ramp: Celerity's own trees only.
         if ended && matches!(self.cfg.model, Model::Deep | Model::TwoHop) {
-            self.cautious_until = now + CAUTIOUS_HOLD;
+            self.cautious_until = Some(now + CAUTIOUS_HOLD);
         }
-        let cautious = now < self.cautious_until;
         // The balance acts while quick start may: after the start and
         // after membership changes, where the split is far from settled.
         if window {
@@ -1716,7 +1710,6 @@ impl CelerityPeer {
         }
         for u in self.others() {
             let inc = &mut self.incoming[u];
-            inc.cautious = cautious && inc.ramping && !inc.down;
             inc.received = 0;
             inc.lost = 0;
             inc.recovered = 0;
