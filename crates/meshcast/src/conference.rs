@@ -102,6 +102,7 @@ pub(crate) struct RawConference {
     balance: Option<Spanned<f64>>,
     spare: Option<bool>,
     resume: Option<Spanned<f64>>,
+    fresh_exit: Option<bool>,
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -261,6 +262,9 @@ pub(crate) fn check(
     }
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;
+    }
+    if let Some(f) = raw.fresh_exit {
+        params.fresh_exit = f;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

@@ -319,6 +319,19 @@ pub struct CelerityParams {
     /// moved the dumbbell's windows (docs/celerity.md, "Resuming quick
     /// start").
     pub resume: f64,
+    /// The fresh exit: after a membership change (a join, a leave, a link
+    /// going down or coming back) quick start ends only on an interval
+    /// measured wholly after it. The interval under way still measures the
+    /// old membership's queue, and on a leave that is the queue where the
+    /// sessions stood (half their `U′` and more): compared with the same
+    /// `U′`, it ended the quick start the change restarts at the first
+    /// tick, with the rates of the links that must now carry what the
+    /// leaver relayed still low, and those then climbed at rule (10)'s 7%
+    /// a second (the dumbbell's A and B from 45 to 224 kbit/s in 23 s).
+    /// With it no leave over 201 neighbouring points took more than 9 s,
+    /// and joins past 15 s fell from 15 and 17 to 2 and 8 (docs/celerity.md,
+    /// "The fresh exit"). `false` turns it off.
+    pub fresh_exit: bool,
 }
 
 /// See [`CelerityParams::spare`]: a link lends spare rate to a session only
@@ -417,6 +430,7 @@ impl Default for CelerityParams {
             balance: 0.03,
             spare: true,
             resume: 0.6,
+            fresh_exit: true,
         }
     }
 }
@@ -525,9 +539,27 @@ const PIGGYBACK_BYTES: usize = 52;
 /// bytes plus 2 per tree entry, which IP fragments on real links; a data
 /// packet now takes the waiting messages that fit (docs/wire-format.md).
 const MAX_DATAGRAM: usize = 1472;
-/// How long a tail's rate update waits for a data packet to the head to
-/// ride on (a newer update replaces a waiting one).
-const RATE_UPDATE_WAIT: Duration = Duration::from_millis(100);
+/// How long control waits for a data packet to ride on, by kind (see
+/// `CelerityPeer::ride_waits`).
+#[derive(Clone, Copy, Debug)]
+struct RideWaits {
+    /// A tail's rate update.
+    rates: Duration,
+    /// A tail's link loss.
+    loss: Duration,
+    /// A head's link-state report to a source.
+    report: Duration,
+}
+
+/// The Simulcast and Mutualcast baselines' waits: Celerity's until the
+/// seventh session of 2026-11-26. With Celerity's longer ones, 5 of the
+/// fifteen step × β points around Mutualcast's dumbbell defaults had a
+/// session more than 10% under its 120 kbit/s (1 with these).
+const BASELINE_RIDE_WAITS: RideWaits = RideWaits {
+    rates: Duration::from_millis(100),
+    loss: Duration::from_millis(100),
+    report: Duration::from_millis(40),
+};
 /// A tail repeats its rates to the head at least this often.
 const TAIL_HEARTBEAT: Duration = Duration::from_secs(2);
 /// A head repeats its link state to a source at least this often.
@@ -630,6 +662,11 @@ struct Incoming {
     /// until it has since the last membership change): where
     /// [`CelerityParams::resume`] aims.
     ramp_end: [f64; MAX_PARTICIPANTS],
+    /// The interval being measured began before quick start last
+    /// restarted on this link: its queue and loss belong to the old
+    /// membership and do not end quick start (see
+    /// [`CelerityParams::fresh_exit`]).
+    ramp_stale: bool,
     /// The link's price scale (see [`CelerityParams::queue_ceiling`]).
     price_scale: f64,
     /// The link is down: nothing arrived on it for the liveness period.
@@ -983,6 +1020,7 @@ impl CelerityPeer {
             forecast_slow: 0.0,
             ramping: true,
             ramp_end: [0.0; MAX_PARTICIPANTS],
+            ramp_stale: false,
             price_scale: 1.0,
             down: false,
             loss: 0.0,
@@ -1165,11 +1203,13 @@ impl CelerityPeer {
 
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
-        // Every link starts quick start afresh, at its full pace.
+        // Every link starts quick start afresh, at its full pace, and ends
+        // it only on news (see `CelerityParams::fresh_exit`).
         self.cautious_until = None;
         for inc in &mut self.incoming {
             inc.ramping = true;
             inc.ramp_end = [0.0; MAX_PARTICIPANTS];
+            inc.ramp_stale = self.cfg.params.fresh_exit;
         }
         self.pack(now);
     }
@@ -1521,7 +1561,9 @@ impl CelerityPeer {
         // after it.
         let congestion = k * (inc.loss + inc.qdelay);
         let signals = |(gain, uprime): (f64, f64)| gain > 0.0 && congestion >= 0.5 * uprime;
+        let stale = std::mem::take(&mut inc.ramp_stale);
         let ends = ramping
+            && !stale
             && (0..self.n)
                 .filter(|&m| m != self.me && self.present[m])
                 .any(|m| signals(terms[m]));
@@ -1737,10 +1779,7 @@ impl CelerityPeer {
                     hold_us,
                     rates,
                 };
-                // Wait up to half an interval for a data packet to ride
-                // on: a rate update on its own costs ~60 bytes on the
-                // wire, and on the dumbbell those crossed the bottleneck
-                // at 5 kbit/s (with 40 ms) — 2% of a session's rate.
+                // Wait for a data packet to ride on (see `ride_wait`).
                 // The head hears the link's loss with the rates, but only
                 // while it matters for recovery: when it moved by a
                 // quarter, or crossed the level below which no repairs
@@ -1756,11 +1795,12 @@ impl CelerityPeer {
                 if tell {
                     inc.told_loss = loss;
                 }
-                self.queue_control(u, now, &msg, RATE_UPDATE_WAIT);
+                let waits = self.ride_waits();
+                self.queue_control(u, now, &msg, waits.rates);
                 if tell {
                     let loss = (loss * 65535.0).round() as u16;
                     let msg = Control::LinkLoss { loss };
-                    self.queue_control(u, now, &msg, RATE_UPDATE_WAIT);
+                    self.queue_control(u, now, &msg, waits.loss);
                 }
             }
         }
@@ -1824,7 +1864,42 @@ impl CelerityPeer {
             session: m as u8,
             links,
         };
-        self.queue_control(m, now, &msg, Duration::from_millis(40));
+        let wait = self.ride_waits().report;
+        self.queue_control(m, now, &msg, wait);
+    }
+
+    /// How long a tail's rate update and link loss and a head's link-state
+    /// report wait for a data packet to the same neighbour to ride on
+    /// before they leave on their own (a message alone costs a datagram,
+    /// 55–80 bytes on the wire, on the very links the rates steer):
+    /// - rate updates one control interval (200 ms by default): a newer one
+    ///   replaces a waiting one, so the wait sends no older news than the
+    ///   next interval's would bring;
+    /// - reports half a report interval (150 ms);
+    /// - link loss half a control interval (100 ms; what the head sizes its
+    ///   repairs by; a whole interval let random-deep.toml's worst session
+    ///   lose 31% of its packets, against 18%).
+    ///
+    /// With 100 ms for rate updates and 40 ms for reports, the dumbbell's
+    /// tails A and B sent 2.3 kbit/s of lone control datagrams across E→F
+    /// under the cross traffic (B sends C a data packet only every 190 ms
+    /// there), 0.6% of what A's and B's sessions had; now 0.2 kbit/s
+    /// (docs/celerity.md, "Control waits longer to ride"). Celerity's own
+    /// trees only: the Simulcast and Mutualcast baselines keep
+    /// [`BASELINE_RIDE_WAITS`], with which Mutualcast's sessions split the
+    /// dumbbell more evenly.
+    fn ride_waits(&self) -> RideWaits {
+        let p = &self.cfg.params;
+        let half = |d: Duration| Duration::from_nanos(d.as_nanos() / 2);
+        if matches!(self.cfg.model, Model::Deep | Model::TwoHop) {
+            RideWaits {
+                rates: p.control_interval,
+                loss: half(p.control_interval),
+                report: half(p.report_interval),
+            }
+        } else {
+            BASELINE_RIDE_WAITS
+        }
     }
 
     /// Repack soon (coalescing news that arrives together).

@@ -442,6 +442,53 @@ fn the_cautious_ramp_slows_the_other_links_of_a_tail_for_its_hold() {
     }
 }
 
+/// The fresh exit (`CelerityParams::fresh_exit`): after a membership change
+/// the interval under way still measures the old membership's queue, so
+/// quick start ends only from the next interval on; without the rule the
+/// old queue ends it at once.
+#[test]
+fn quick_start_does_not_end_on_the_interval_before_a_membership_change() {
+    let interval = queue_priced_cfg().params.control_interval;
+    // Session 2's rate on link 1 → 0 (50 kbit/s, `U′` = 0.1 s) after each
+    // of two ticks that follow a membership change, both measuring a
+    // steady queue of 0.08 s (past half of `U′`), and whether the link is
+    // still in quick start after each.
+    let ticks = |fresh_exit: bool| {
+        let mut c = queue_priced_cfg();
+        c.params.fresh_exit = fresh_exit;
+        let mut peer = crossing_peer(&c);
+        let t0 = Time::ZERO + Duration::from_secs(300);
+        peer.start_window_end = t0;
+        peer.incoming[1].rates[2] = 50.0;
+        peer.direct = vec![Some(t0); 3];
+        peer.membership_changed(t0);
+        assert!(peer.incoming[1].ramping);
+        let mut out = Vec::new();
+        let mut now = t0;
+        for _ in 0..2 {
+            now += interval;
+            peer.direct = vec![Some(now); 3];
+            measured(&mut peer.incoming[1], 0.08, true);
+            let before = peer.incoming[1].rates[2];
+            peer.control_tick(now);
+            out.push((peer.incoming[1].rates[2] - before, peer.incoming[1].ramping));
+        }
+        out
+    };
+    let (step, quick) = {
+        let p = &queue_priced_cfg().params;
+        (p.step, p.quick_start_gain)
+    };
+    // The first tick: quick start goes on at its pace (gradient 0.2); the
+    // same queue in the next interval is news and ends it.
+    let fresh = ticks(true);
+    assert!(close(fresh[0].0, quick * step * 50.0 * 0.2), "{fresh:?}");
+    assert!(fresh[0].1 && !fresh[1].1, "{fresh:?}");
+    // Without the rule the first tick ends it.
+    let stale = ticks(false);
+    assert!(!stale[0].1, "{stale:?}");
+}
+
 /// Spare lending (`CelerityParams::spare`) on a short link: within the
 /// quick-start window a link calm in the interval lends; outside it only
 /// a link also calm on its one-second averages (one interval of a link
@@ -823,6 +870,33 @@ fn control_rides_along_only_within_one_datagram() {
     wire::emit_control(&reach, &mut waiting);
     assert_eq!(p.outgoing[1].pending, waiting);
     assert!(p.outgoing[1].pending_deadline.is_some());
+}
+
+/// A tail's rate update waits up to one control interval for a data packet
+/// to the head to ride on, a head's link-state report half a report
+/// interval: alone, each costs a datagram on the links the rates steer.
+#[test]
+fn rate_updates_and_reports_wait_to_ride_on_data() {
+    let c = queue_priced_cfg();
+    let mut peer = crossing_peer(&c);
+    let now = Time::from_secs(5);
+    peer.direct = vec![Some(now); 3];
+    // Session 2's rate on this peer's link to 1 is news for its source.
+    peer.report(2, now);
+    let half_report = Duration::from_nanos(c.params.report_interval.as_nanos() / 2);
+    assert!(!peer.outgoing[2].pending.is_empty());
+    assert_eq!(peer.outgoing[2].pending_deadline, Some(now + half_report));
+    // Link 1 → 0 has never told its head its rates.
+    assert!(peer.outgoing[1].pending.is_empty());
+    measured(&mut peer.incoming[1], 0.0, false);
+    peer.control_tick(now);
+    assert!(!peer.outgoing[1].pending.is_empty());
+    assert_eq!(
+        peer.outgoing[1].pending_deadline,
+        Some(now + c.params.control_interval)
+    );
+    // Nothing leaves on its own before those deadlines.
+    assert!(peer.poll_transmit(now).is_none());
 }
 
 /// One millisecond of peers on an ideal network (every datagram delivered
