@@ -1883,7 +1883,7 @@ impl CelerityPeer {
     /// With 100 ms for rate updates and 40 ms for reports, the dumbbell's
     /// tails A and B sent 2.3 kbit/s of lone control datagrams across E→F
     /// under the cross traffic (B sends C a data packet only every 190 ms
-    /// there), 0.6% of what A's and B's sessions had; now 0.2 kbit/s
+    /// there), 0.6% of what A's and B's sessions had; now 0.3 kbit/s
     /// (docs/celerity.md, "Control waits longer to ride"). Celerity's own
     /// trees only: the Simulcast and Mutualcast baselines keep
     /// [`BASELINE_RIDE_WAITS`], with which Mutualcast's sessions split the
