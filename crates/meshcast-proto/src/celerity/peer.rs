@@ -1779,7 +1779,7 @@ impl CelerityPeer {
                     hold_us,
                     rates,
                 };
-                // Wait for a data packet to ride on (see `ride_wait`).
+                // Wait for a data packet to ride on (see `ride_waits`).
                 // The head hears the link's loss with the rates, but only
                 // while it matters for recovery: when it moved by a
                 // quarter, or crossed the level below which no repairs

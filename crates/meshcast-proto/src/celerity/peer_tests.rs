@@ -875,28 +875,40 @@ fn control_rides_along_only_within_one_datagram() {
 /// A tail's rate update waits up to one control interval for a data packet
 /// to the head to ride on, a head's link-state report half a report
 /// interval: alone, each costs a datagram on the links the rates steer.
+/// The Mutualcast and Simulcast baselines keep 100 and 40 ms.
 #[test]
 fn rate_updates_and_reports_wait_to_ride_on_data() {
-    let c = queue_priced_cfg();
-    let mut peer = crossing_peer(&c);
-    let now = Time::from_secs(5);
-    peer.direct = vec![Some(now); 3];
-    // Session 2's rate on this peer's link to 1 is news for its source.
-    peer.report(2, now);
-    let half_report = Duration::from_nanos(c.params.report_interval.as_nanos() / 2);
-    assert!(!peer.outgoing[2].pending.is_empty());
-    assert_eq!(peer.outgoing[2].pending_deadline, Some(now + half_report));
-    // Link 1 → 0 has never told its head its rates.
-    assert!(peer.outgoing[1].pending.is_empty());
-    measured(&mut peer.incoming[1], 0.0, false);
-    peer.control_tick(now);
-    assert!(!peer.outgoing[1].pending.is_empty());
+    // The deadlines of a report to session 2's source and of link 1 → 0's
+    // first rate update to its head.
+    let deadlines = |model: Model| {
+        let mut c = queue_priced_cfg();
+        c.model = model;
+        let mut peer = crossing_peer(&c);
+        let now = Time::from_secs(5);
+        peer.direct = vec![Some(now); 3];
+        // Session 2's rate on this peer's link to 1 is news for its source.
+        peer.report(2, now);
+        assert!(!peer.outgoing[2].pending.is_empty());
+        // Link 1 → 0 has never told its head its rates.
+        assert!(peer.outgoing[1].pending.is_empty());
+        measured(&mut peer.incoming[1], 0.0, false);
+        peer.control_tick(now);
+        assert!(!peer.outgoing[1].pending.is_empty());
+        // Nothing leaves on its own before the deadlines.
+        assert!(peer.poll_transmit(now).is_none());
+        let since = |d: Option<Time>| d.unwrap().saturating_since(now);
+        (
+            since(peer.outgoing[2].pending_deadline),
+            since(peer.outgoing[1].pending_deadline),
+        )
+    };
+    let p = queue_priced_cfg().params;
+    let half_report = Duration::from_nanos(p.report_interval.as_nanos() / 2);
+    assert_eq!(deadlines(Model::Deep), (half_report, p.control_interval));
     assert_eq!(
-        peer.outgoing[1].pending_deadline,
-        Some(now + c.params.control_interval)
+        deadlines(Model::Mutualcast),
+        (Duration::from_millis(40), Duration::from_millis(100))
     );
-    // Nothing leaves on its own before those deadlines.
-    assert!(peer.poll_transmit(now).is_none());
 }
 
 /// One millisecond of peers on an ideal network (every datagram delivered
