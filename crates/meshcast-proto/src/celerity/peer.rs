@@ -1742,7 +1742,7 @@ impl CelerityPeer {
             }
         }
         // The cautious ramp: Celerity's own trees only.
-        if ended && matches!(self.cfg.model, Model::Deep | Model::TwoHop) {
+        if ended && self.celerity_trees() {
             self.cautious_until = Some(now + CAUTIOUS_HOLD);
         }
         // The balance acts while quick start may: after the start and
@@ -1868,6 +1868,14 @@ impl CelerityPeer {
         self.queue_control(m, now, &msg, wait);
     }
 
+    /// Whether this peer packs Celerity's own trees (deep, or the paper's
+    /// 2-hop ones) rather than a baseline's (Simulcast, Mutualcast): the
+    /// cautious ramp and the longer ride waits were tuned on Celerity's
+    /// figures and leave the baselines as they were.
+    fn celerity_trees(&self) -> bool {
+        matches!(self.cfg.model, Model::Deep | Model::TwoHop)
+    }
+
     /// How long a tail's rate update and link loss and a head's link-state
     /// report wait for a data packet to the same neighbour to ride on
     /// before they leave on their own (a message alone costs a datagram,
@@ -1891,7 +1899,7 @@ impl CelerityPeer {
     fn ride_waits(&self) -> RideWaits {
         let p = &self.cfg.params;
         let half = |d: Duration| Duration::from_nanos(d.as_nanos() / 2);
-        if matches!(self.cfg.model, Model::Deep | Model::TwoHop) {
+        if self.celerity_trees() {
             RideWaits {
                 rates: p.control_interval,
                 loss: half(p.control_interval),

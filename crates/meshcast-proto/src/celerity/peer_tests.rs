@@ -448,7 +448,10 @@ fn the_cautious_ramp_slows_the_other_links_of_a_tail_for_its_hold() {
 /// old queue ends it at once.
 #[test]
 fn quick_start_does_not_end_on_the_interval_before_a_membership_change() {
-    let interval = queue_priced_cfg().params.control_interval;
+    let (interval, step, quick) = {
+        let p = queue_priced_cfg().params;
+        (p.control_interval, p.step, p.quick_start_gain)
+    };
     // Session 2's rate on link 1 → 0 (50 kbit/s, `U′` = 0.1 s) after each
     // of two ticks that follow a membership change, both measuring a
     // steady queue of 0.08 s (past half of `U′`), and whether the link is
@@ -474,10 +477,6 @@ fn quick_start_does_not_end_on_the_interval_before_a_membership_change() {
             out.push((peer.incoming[1].rates[2] - before, peer.incoming[1].ramping));
         }
         out
-    };
-    let (step, quick) = {
-        let p = &queue_priced_cfg().params;
-        (p.step, p.quick_start_gain)
     };
     // The first tick: quick start goes on at its pace (gradient 0.2); the
     // same queue in the next interval is news and ends it.
