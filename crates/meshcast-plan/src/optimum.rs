@@ -19,6 +19,14 @@
 //! the answer is checked (status, capacity feasibility, and each `R_m`
 //! against a combinatorial recomputation from the returned link rates)
 //! before it is returned.
+//!
+//! With the rates it returns each physical link's *price*: the multiplier
+//! of the link's capacity constraint (Clarabel's dual), in utility per
+//! kbit/s. That is the unit of Celerity's `U′ = β/(R + δ)` with rates in
+//! kbit/s, i.e. seconds: the queuing delay at which the paper's delay
+//! price would hold the link's sessions at the optimum. A session's `U′`
+//! is what it pays summed over the links its critical cut crosses (on the
+//! dumbbell, E→F's price is each session's `U′`, 72 ms at 240 kbit/s).
 
 use crate::packing::{self, Model, SessionGraph};
 use clarabel::algebra::CscMatrix;
@@ -81,6 +89,12 @@ pub struct Optimum {
     pub rates_bps: Vec<f64>,
     /// `Σ U(R_m)`.
     pub utility: f64,
+    /// Per physical link (indexed as [`Problem::capacity_bps`]): the
+    /// multiplier of its capacity constraint, utility per kbit/s (seconds
+    /// for Celerity's `U′`; see the module docs). 0 for a link no route
+    /// crosses; close to 0 (the interior point's residue) for a link with
+    /// spare capacity at the optimum.
+    pub link_prices: Vec<f64>,
 }
 
 /// Why no optimum was returned.
@@ -371,8 +385,11 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
             }
         }
     }
+    // Each loaded link's capacity row, for its price.
+    let mut capacity_rows = Vec::new();
     for (l, terms) in load.iter().enumerate() {
         if !terms.is_empty() {
+            capacity_rows.push((l, le.len()));
             le.push((terms.clone(), p.capacity_bps[l].max(0.0) / MBPS));
         }
     }
@@ -400,14 +417,25 @@ pub fn solve(p: &Problem, scheme: Scheme) -> Result<Optimum, OptimumError> {
     for &t in &t_var {
         q[t] = -1.0;
     }
-    let x = solve_cone(&pm, &q, &a, &rows.b, &rows.cones)?;
+    let (x, z) = solve_cone(&pm, &q, &a, &rows.b, &rows.cones)?;
     verify(p, scheme, &x, &r_var, &c_var, &families)?;
     let rates_bps: Vec<f64> = r_var.iter().map(|&r| (x[r] * MBPS).max(0.0)).collect();
     let utility = rates_bps.iter().map(|&r| p.utility.of(r)).sum();
-    Ok(Optimum { rates_bps, utility })
+    // The objective is Σ ln(R + δ) with rates in Mbit/s (β left out), so
+    // a row's dual is ln-utility per Mbit/s: times β, over 1000 for kbit/s.
+    let mut link_prices = vec![0.0; p.capacity_bps.len()];
+    for (l, row) in capacity_rows {
+        link_prices[l] = z[row].max(0.0) * p.utility.beta / 1e3;
+    }
+    Ok(Optimum {
+        rates_bps,
+        utility,
+        link_prices,
+    })
 }
 
-/// Runs Clarabel on the assembled problem and returns its primal solution.
+/// Runs Clarabel on the assembled problem and returns its primal and dual
+/// solutions.
 ///
 /// Clarabel's defaults sometimes stall on these problems (`InsufficientProgress` within the
 /// first iterations, the step length falling to zero; among 200 random underlays from
@@ -422,7 +450,7 @@ fn solve_cone(
     a: &CscMatrix<f64>,
     b: &[f64],
     cones: &[SupportedConeT<f64>],
-) -> Result<Vec<f64>, OptimumError> {
+) -> Result<(Vec<f64>, Vec<f64>), OptimumError> {
     let mut last = None;
     for (max_step_fraction, min_switch_step_length) in [(0.99, 0.1), (0.99, 0.01), (0.9, 0.001)] {
         let settings = DefaultSettings {
@@ -436,7 +464,9 @@ fn solve_cone(
         solver.solve();
         let status = solver.solution.status;
         match status {
-            SolverStatus::Solved | SolverStatus::AlmostSolved => return Ok(solver.solution.x),
+            SolverStatus::Solved | SolverStatus::AlmostSolved => {
+                return Ok((solver.solution.x, solver.solution.z));
+            }
             SolverStatus::InsufficientProgress
             | SolverStatus::NumericalError
             | SolverStatus::MaxIterations

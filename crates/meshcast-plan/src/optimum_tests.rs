@@ -94,3 +94,58 @@ fn bad_input_is_rejected() {
         Err(OptimumError::Invalid(_))
     ));
 }
+
+/// The prices are the capacity constraints' multipliers: on the dumbbell
+/// only E⇄F is full, and each session pays its `U′` there once (coded and
+/// 2-hop trees cross it once per packet, the baselines' stars twice at half
+/// the rate: the same price). Under cross traffic E→F's price is A's and
+/// B's larger `U′` at 200 kbit/s.
+#[test]
+fn prices_are_the_marginal_utilities_where_links_are_full() {
+    // β = 1, δ = 1 bit/s: U′ in utility per kbit/s is 1000/(R_bps + 1).
+    let uprime = |kbps: f64| 1e3 / (kbps * 1e3 + 1.0);
+    let close = |a: f64, b: f64| (a - b).abs() <= 2e-3 * b;
+    for scheme in [
+        Scheme::Coded,
+        Scheme::TwoHop,
+        Scheme::Simulcast,
+        Scheme::Mutualcast,
+    ] {
+        let o = solve(&dumbbell(480e3, true), scheme).unwrap();
+        let full = uprime(240.0);
+        assert!(
+            close(o.link_prices[8], full),
+            "{scheme:?} {:?}",
+            o.link_prices
+        );
+        assert!(
+            close(o.link_prices[9], full),
+            "{scheme:?} {:?}",
+            o.link_prices
+        );
+        for (l, &price) in o
+            .link_prices
+            .iter()
+            .enumerate()
+            .filter(|&(l, _)| l != 8 && l != 9)
+        {
+            assert!(price < 1e-3 * full, "{scheme:?}: link {l} priced {price}");
+        }
+    }
+    let o = solve(&dumbbell(400e3, true), Scheme::Coded).unwrap();
+    assert!(
+        close(o.link_prices[8], uprime(200.0)),
+        "{:?}",
+        o.link_prices
+    );
+    assert!(
+        close(o.link_prices[9], uprime(240.0)),
+        "{:?}",
+        o.link_prices
+    );
+    // The multiplier scales with β.
+    let mut p = dumbbell(480e3, true);
+    p.utility.beta = 18.0;
+    let o = solve(&p, Scheme::Coded).unwrap();
+    assert!(close(o.link_prices[8], 18.0 * uprime(240.0)));
+}

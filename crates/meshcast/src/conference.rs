@@ -437,6 +437,15 @@ pub fn optimum_steps(sc: &Scenario) -> Result<Vec<(f64, Optima)>, OptimumError> 
 /// The central optimum at time `t` for every scheme: participant name →
 /// session rate in kbit/s. Participants absent at `t` are left out.
 pub fn optimum_at(sc: &Scenario, t: f64) -> Result<Optima, OptimumError> {
+    optimum_and_prices_at(sc, t).map(|(optima, _)| optima)
+}
+
+/// [`optimum_at`] with each scheme's link prices at its optimum: link id
+/// (`from->to`, as `summary.json`'s `links` name them) → the multiplier of
+/// the link's capacity, in milliseconds of Celerity's delay price (see
+/// [`meshcast_plan::optimum`]), rounded to 0.1 ms. Links whose price
+/// rounds to 0 are left out.
+pub fn optimum_and_prices_at(sc: &Scenario, t: f64) -> Result<(Optima, Optima), OptimumError> {
     let Some(c) = &sc.conference else {
         return Err(OptimumError::Invalid(
             "the scenario has no [conference]".into(),
@@ -479,17 +488,29 @@ pub fn optimum_at(sc: &Scenario, t: f64) -> Result<Optima, OptimumError> {
         utility: c.utility(),
     };
     let mut out = BTreeMap::new();
+    let mut prices = BTreeMap::new();
     for (name, scheme) in [
         ("coded", Scheme::Coded),
         ("twohop", Scheme::TwoHop),
         ("simulcast", Scheme::Simulcast),
         ("mutualcast", Scheme::Mutualcast),
     ] {
-        let rates = if n >= 2 {
-            optimum::solve(&problem, scheme)?.rates_bps
+        let (rates, link_prices) = if n >= 2 {
+            let o = optimum::solve(&problem, scheme)?;
+            (o.rates_bps, o.link_prices)
         } else {
-            vec![0.0; n]
+            (vec![0.0; n], Vec::new())
         };
+        prices.insert(
+            name,
+            link_prices
+                .iter()
+                .enumerate()
+                .map(|(l, &p)| ((p * 1e4).round() / 10.0, l))
+                .filter(|&(ms, _)| ms > 0.0)
+                .map(|(ms, l)| (net.link_name(LinkId(l as u32)), ms))
+                .collect(),
+        );
         out.insert(
             name,
             members
@@ -499,5 +520,5 @@ pub fn optimum_at(sc: &Scenario, t: f64) -> Result<Optima, OptimumError> {
                 .collect(),
         );
     }
-    Ok(out)
+    Ok((out, prices))
 }

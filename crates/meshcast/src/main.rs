@@ -114,6 +114,11 @@ struct OptimumArgs {
     /// Override a scenario value (as for `run`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<Override>,
+    /// Also print each scheme's link prices at its optimum under
+    /// `"prices"`: link (`from->to`) → the multiplier of its capacity in
+    /// milliseconds of Celerity's delay price (links priced 0 left out).
+    #[arg(long)]
+    prices: bool,
 }
 
 fn optimum(args: OptimumArgs) -> Result<(), Failure> {
@@ -130,11 +135,16 @@ fn optimum(args: OptimumArgs) -> Result<(), Failure> {
             args.scenario.display()
         )));
     }
-    let opt = meshcast::conference::optimum_at(&sc, args.at).map_err(|error| Failure {
-        status: 1,
-        error: error.into(),
-    })?;
-    let json = serde_json::to_string_pretty(&opt).map_err(|error| Failure {
+    let (opt, prices) =
+        meshcast::conference::optimum_and_prices_at(&sc, args.at).map_err(|error| Failure {
+            status: 1,
+            error: error.into(),
+        })?;
+    let mut value = serde_json::json!(opt);
+    if args.prices {
+        value["prices"] = serde_json::json!(prices);
+    }
+    let json = serde_json::to_string_pretty(&value).map_err(|error| Failure {
         status: 1,
         error: error.into(),
     })?;

@@ -397,6 +397,36 @@ fn optimum_matches_the_dumbbell_analysis() {
         assert_eq!(num(&v["coded"][p]), 240.0);
     }
     assert!((num(&v["twohop"]["A"]) - 120.0).abs() < 5.0);
+    assert!(v.get("prices").is_none());
+    // With `--prices`: only E⇄F is full, priced at the `U′ = β/(R + δ)` of
+    // the sessions it limits (β 18, δ 10 kbit/s): 72 ms at 240 kbit/s, and
+    // A's and B's 86.2 ms at 198.9 under the cross traffic. The baselines'
+    // stars cross it twice per packet: half of `U′` at 120 kbit/s, 69.2 ms.
+    let prices = |t: &str| -> Value {
+        let out = meshcast(
+            &["optimum", file.to_str().unwrap(), "--at", t, "--prices"],
+            dir.path(),
+        );
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = prices("0");
+    assert_eq!(num(&v["coded"]["A"]), 240.0);
+    for scheme in ["coded", "twohop", "simulcast", "mutualcast"] {
+        let p = v["prices"][scheme].as_object().unwrap();
+        let links: Vec<&str> = p.keys().map(String::as_str).collect();
+        assert_eq!(links, ["E->F", "F->E"], "{scheme}: {p:?}");
+        let price = if matches!(scheme, "coded" | "twohop") {
+            72.0
+        } else {
+            69.2
+        };
+        assert_eq!(num(&p["E->F"]), price, "{scheme}");
+        assert_eq!(num(&p["F->E"]), price, "{scheme}");
+    }
+    let v = prices("400");
+    assert_eq!(num(&v["prices"]["coded"]["E->F"]), 86.2);
+    assert_eq!(num(&v["prices"]["coded"]["F->E"]), 72.0);
     // No conference, or a time outside the run: bad input.
     let out = meshcast(&["optimum", &bottleneck()], dir.path());
     assert_eq!(out.status.code(), Some(2));
@@ -541,6 +571,59 @@ fn underlay_scripts_generate_and_score_underlays() {
         &["--meshcast", bin, "nothing.toml"],
         d,
     );
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("nothing.toml: no such scenario file")
+    );
+}
+
+/// `binding_links.py` lists the links the coded optimum prices, with how
+/// busy the run kept them: on the dumbbell E⇄F at 72 ms, 3.1 packet times
+/// of 1400 bytes at 480 kbit/s, as busy as the run's summary says.
+#[test]
+fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let file = root().join("scenarios/celerity/dumbbell.toml");
+    let file = file.to_str().unwrap();
+    let out = python(
+        "binding_links.py",
+        &["--meshcast", bin, "--json", "links.json", file],
+        d,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value =
+        serde_json::from_slice(&std::fs::read(d.join("links.json")).unwrap()).unwrap();
+    let run = meshcast(&["run", file, "--json", "--out", "o"], d);
+    assert!(run.status.success());
+    let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let links: Vec<&str> = rows.iter().map(|r| r["link"].as_str().unwrap()).collect();
+    assert_eq!(links, ["E->F", "F->E"]);
+    for r in rows {
+        assert_eq!(num(&r["price_ms"]), 72.0);
+        assert!((num(&r["packet_ms"]) - 1400.0 * 8.0 / 480.0).abs() < 1e-9);
+        let link = s["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["id"] == r["link"])
+            .unwrap();
+        assert_eq!(r["utilisation"], link["windows"][0]["utilisation"]);
+        assert!(num(&r["utilisation"]) > 0.99);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("2 binding links"), "{stdout}");
+    assert!(
+        stdout.contains("2-4: 2 links, mean utilisation"),
+        "{stdout}"
+    );
+    let missing = python("binding_links.py", &["--meshcast", bin, "nothing.toml"], d);
     assert!(!missing.status.success());
     assert!(
         String::from_utf8_lossy(&missing.stderr).contains("nothing.toml: no such scenario file")
