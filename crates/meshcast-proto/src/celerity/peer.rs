@@ -190,6 +190,28 @@ pub struct CelerityParams {
     /// builds as links fill must slow the climb at once, and weighting it
     /// too slowed joins.
     pub standing_ratio: f64,
+    /// The gain floor, in packet times (0 turns it off). Outside the
+    /// quick-start windows, on Celerity's own trees, a session whose `U′`
+    /// is below `gain_floor` times the link's data-packet serialisation
+    /// (the tail's measure: the difference of its data and control
+    /// packets' base delays, the data packet's extra bytes on every hop of
+    /// the path) steps on the link as if its `U′` were that floor: its gain
+    /// where its cut crosses the link, and the scale of rule (10)'s step.
+    /// The floor is at most [`FLOOR_BUDGET`] of what the delay bound leaves
+    /// after the link's fixed delay (propagation plus the data packet's
+    /// serialisation).
+    /// A delay price cannot resolve less: a link that packets from several
+    /// overlay links reach at random queues about a packet time well before
+    /// it is full, so a fast session whose `U′` is under that left the
+    /// links its cut crosses short of full. Over 242 links the coded
+    /// optimum prices on random underlays, those priced under one packet
+    /// time ran 81% busy (84% with the floor), those at four or more 99%
+    /// (docs/celerity.md, "The optimum's link prices" and "The gain
+    /// floor"). The session's own rate `β/U′ − δ`, which caps a
+    /// link's growth, keeps its real `U′`. On the dumbbell's scenarios the
+    /// floor stays under every session's `U′` (they are byte-identical);
+    /// Simulcast and Mutualcast are left as they were everywhere.
+    pub gain_floor: f64,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -352,6 +374,19 @@ pub const SPARE_PRICE: f64 = 0.1;
 /// all of the gain (docs/celerity.md, "The cautious ramp").
 pub const CAUTIOUS_HOLD: Duration = Duration::from_secs(5);
 
+/// See [`CelerityParams::gain_floor`]: the floor is at most this part of
+/// the delay bound less the link's fixed delay. The serialisation the floor
+/// counts is summed over the path's hops, and on long paths over slow links
+/// an uncapped floor let a lone session stand a queue that made its packets
+/// late: `random-late.toml`'s P1 (coded 600 kbit/s, 65 ms from the others)
+/// lost 8.5% against 0.1% without the floor. At 30% or 25% the underlays
+/// gained a little more, but the floor reached a session of the dumbbell's
+/// peer dynamics and slowed the join at the default point (13–14 s against
+/// 9); at 20% every dumbbell scenario is byte-identical and the underlays
+/// and `internet.toml` keep nearly all of the gain (docs/celerity.md, "The
+/// gain floor").
+pub const FLOOR_BUDGET: f64 = 0.2;
+
 /// See [`CelerityParams::spare`]: a link lends spare rate only if its
 /// fixed one-way delay (propagation plus a data packet's serialisation) is
 /// at most this fraction of the delay bound.
@@ -416,6 +451,7 @@ impl Default for CelerityParams {
             pace_to_heads: false,
             share_guard: 3.0,
             standing_ratio: 0.5,
+            gain_floor: 2.5,
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -990,6 +1026,7 @@ impl CelerityPeer {
             ("late_gain", p.late_gain),
             ("balance", p.balance),
             ("share_guard", p.share_guard),
+            ("gain_floor", p.gain_floor),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
@@ -1425,6 +1462,14 @@ impl CelerityPeer {
         let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
         let steady_gain = self.cfg.params.steady_gain;
         let landing = self.cfg.params.landing_gain;
+        // The gain floor (see `CelerityParams::gain_floor`), within its
+        // part of the link's delay budget.
+        let floor = if window || !self.celerity_trees() {
+            0.0
+        } else {
+            (self.cfg.params.gain_floor * self.incoming[u].serialisation())
+                .min(FLOOR_BUDGET * (self.cfg.params.delay_bound.as_secs_f64() - fixed).max(0.0))
+        };
         let forecast_on = self.cfg.params.late_forecast;
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
@@ -1507,7 +1552,8 @@ impl CelerityPeer {
                     |i| s.recv_side & (1 << i) != 0,
                     self.cfg.model == Model::Star,
                 );
-                (if crosses { s.uprime } else { 0.0 }, s.uprime)
+                let uprime = s.uprime.max(floor);
+                (if crosses { uprime } else { 0.0 }, uprime)
             } else {
                 // Before the source has said anything: let its direct
                 // link grow.
@@ -1580,8 +1626,14 @@ impl CelerityPeer {
             // κ works at kbit/s and Mbit/s.
             let c = inc.rates[m];
             let scale = c.max(c0);
-            // The session's own rate R = β/U′ − δ, once it has a U′.
-            let own = (uprime > 0.0).then(|| beta / uprime - delta);
+            // The session's own rate R = β/U′ − δ, once it has a U′ (its
+            // own, not the gain floor's).
+            let real = if self.sessions[m].known {
+                self.sessions[m].uprime
+            } else {
+                uprime
+            };
+            let own = (real > 0.0).then(|| beta / real - delta);
             // Calm for this session: spare lending and resuming act only
             // below this price.
             let calm = price < SPARE_PRICE * uprime;

@@ -1157,3 +1157,45 @@ fn the_standing_weight_charges_a_standing_queue_not_a_random_one() {
     assert!(close(mean, 0.04));
     assert!((price(&c, &quarter, false, 60) - 0.5 * 0.04).abs() < 1e-6);
 }
+
+/// The gain floor (`CelerityParams::gain_floor`): outside the windows, on
+/// Celerity's trees, a session whose `U′` (10 ms) is under 2.5 times the
+/// link's data-packet serialisation (20 ms: the data and control bases
+/// 20 ms apart) steps as if its `U′` were the floor, at most
+/// `FLOOR_BUDGET` of the bound less the link's fixed delay: against a
+/// standing 20-ms queue its rate rises, where with its own `U′` it falls.
+/// Not in a window, not with the floor at 0, not for Mutualcast, and not
+/// where the link's fixed delay leaves the budget under the session's `U′`.
+#[test]
+fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.gain_floor, 2.5);
+    // Session 2's rate on link 1 → 0 after one interval, from 100 kbit/s,
+    // the link's propagation `one_way` (half the minimum RTT) seconds.
+    let after = |c: &CelerityConfig, window: bool, one_way: f64| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2].uprime = 0.010;
+        peer.outgoing[1].rtt_min.sample(Time::ZERO, 2.0 * one_way);
+        let inc = &mut peer.incoming[1];
+        inc.base[0].sample(Time::ZERO, 0.030);
+        inc.base[1].sample(Time::ZERO, 0.050);
+        assert!((inc.serialisation() - 0.020).abs() < 1e-12);
+        inc.rates[2] = 100.0;
+        measured(inc, 0.020, true);
+        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.incoming[1].rates[2]
+    };
+    // The floor: min(2.5 × 20 ms, 0.2 × (200 − 2 − 20) ms) = 35.6 ms.
+    let floor = (2.5f64 * 0.020).min(FLOOR_BUDGET * (0.2 - 0.002 - 0.020));
+    assert!(floor > 0.020);
+    assert!(after(&c, false, 0.002) > 100.0);
+    assert!(after(&c, true, 0.002) < 100.0);
+    let mut off = c.clone();
+    off.params.gain_floor = 0.0;
+    assert!(after(&off, false, 0.002) < 100.0);
+    let mut mutualcast = c.clone();
+    mutualcast.model = Model::Mutualcast;
+    assert!(after(&mutualcast, false, 0.002) < 100.0);
+    // 150 ms of propagation leaves 0.2 × 30 ms = 6 ms: under the queue.
+    assert!(after(&c, false, 0.150) < 100.0);
+}
