@@ -22,14 +22,10 @@ The usual sets are random underlays:
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
-import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 
-from score_underlays import add_run_options, check_run_options, run_summary
+from score_underlays import add_run_options, check_run_options, run_each, run_summary
 
 try:
     import tomllib
@@ -100,27 +96,13 @@ def main():
     add_run_options(ap)
     args = ap.parse_args()
     check_run_options(args)
-    for s in args.scenarios:
-        if not os.path.isfile(s):
-            sys.exit(f"{s}: no such scenario file")
     rows = []
-    with tempfile.TemporaryDirectory() as out_root, \
-            ThreadPoolExecutor(args.jobs) as pool:
-        jobs = [pool.submit(binding, args.meshcast, s, args.set, out_root)
-                for s in args.scenarios]
-        for i, job in enumerate(jobs, 1):
-            try:
-                found = job.result()
-            except (RuntimeError, ValueError) as e:
-                for j in jobs:
-                    j.cancel()
-                sys.exit(str(e))
-            rows += found
-            links = ", ".join(
-                f"{r['link']} {r['price_ms']:.1f} ms ({r['price_packets']:.1f} packets) "
-                f"{100 * r['utilisation']:.0f}% busy" for r in found)
-            print(f"[{i}/{len(jobs)}] {args.scenarios[i - 1]}: {links or 'no binding link'}",
-                  flush=True)
+    for i, n, scenario, found in run_each(binding, args):
+        rows += found
+        links = ", ".join(
+            f"{r['link']} {r['price_ms']:.1f} ms ({r['price_packets']:.1f} packets) "
+            f"{100 * r['utilisation']:.0f}% busy" for r in found)
+        print(f"[{i}/{n}] {scenario}: {links or 'no binding link'}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

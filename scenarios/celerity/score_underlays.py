@@ -102,6 +102,29 @@ def run_summary(meshcast, scenario, sets, out_root):
     return json.loads(p.stdout)
 
 
+def run_each(work, args):
+    """Runs `work(meshcast, scenario, sets, out_root)` for every scenario of
+    `args` (the options of `add_run_options` and `scenarios`), `args.jobs`
+    at a time, each run's report under one temporary directory. Yields
+    `(i, n, scenario, result)` in the scenarios' order; refuses a missing
+    scenario file, and exits with the message of the first run that
+    raises RuntimeError or ValueError."""
+    for s in args.scenarios:
+        if not os.path.isfile(s):
+            sys.exit(f"{s}: no such scenario file")
+    with tempfile.TemporaryDirectory() as out_root, \
+            ThreadPoolExecutor(args.jobs) as pool:
+        jobs = [pool.submit(work, args.meshcast, s, args.set, out_root) for s in args.scenarios]
+        for i, (scenario, job) in enumerate(zip(args.scenarios, jobs), 1):
+            try:
+                result = job.result()
+            except (RuntimeError, ValueError) as e:
+                for j in jobs:
+                    j.cancel()
+                sys.exit(str(e))
+            yield i, len(jobs), scenario, result
+
+
 def run(meshcast, scenario, sets, out_root):
     summary = run_summary(meshcast, scenario, sets, out_root)
     result = score(summary)
@@ -118,25 +141,13 @@ def main():
     add_run_options(ap)
     args = ap.parse_args()
     check_run_options(args)
-    for s in args.scenarios:
-        if not os.path.isfile(s):
-            sys.exit(f"{s}: no such scenario file")
     results = []
-    with tempfile.TemporaryDirectory() as out_root, \
-            ThreadPoolExecutor(args.jobs) as pool:
-        jobs = [pool.submit(run, args.meshcast, s, args.set, out_root) for s in args.scenarios]
-        for i, job in enumerate(jobs, 1):
-            try:
-                r = job.result()
-            except (RuntimeError, ValueError) as e:
-                for j in jobs:
-                    j.cancel()
-                sys.exit(str(e))
-            results.append(r)
-            print(f"[{i}/{len(jobs)}] {r['scenario']}: worst {r['worst_fraction']:.3f} "
-                  f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
-                  f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
-                  f"worst loss {100 * r['worst_loss']:.1f}%, {r['wall_s']:.1f} s", flush=True)
+    for i, n, _, r in run_each(run, args):
+        results.append(r)
+        print(f"[{i}/{n}] {r['scenario']}: worst {r['worst_fraction']:.3f} "
+              f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
+              f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
+              f"worst loss {100 * r['worst_loss']:.1f}%, {r['wall_s']:.1f} s", flush=True)
     fractions = [r["worst_fraction"] for r in results]
     print(f"{len(results)} scenarios: mean worst fraction {statistics.mean(fractions):.3f}, "
           f"median {statistics.median(fractions):.3f}, lowest {min(fractions):.3f}; "
