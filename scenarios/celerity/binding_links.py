@@ -20,12 +20,11 @@ The usual sets are random underlays:
     python3 scenarios/celerity/random_underlay.py 1 31 /tmp/ru
     python3 scenarios/celerity/binding_links.py /tmp/ru/r*.toml
 """
-import argparse
 import json
 import statistics
 import subprocess
 
-from score_underlays import add_run_options, check_run_options, run_each, run_summary
+from score_underlays import run_each, run_summary, scenario_args
 
 try:
     import tomllib
@@ -89,13 +88,8 @@ def binding(meshcast, scenario, sets, out_root):
 
 
 def main():
-    ap = argparse.ArgumentParser(
-        description="The optimum's binding links and how full Celerity keeps them "
-        "(see the module's docstring).")
-    ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    add_run_options(ap)
-    args = ap.parse_args()
-    check_run_options(args)
+    args = scenario_args("The optimum's binding links and how full Celerity keeps them "
+                         "(see the module's docstring).")
     rows = []
     for i, n, scenario, found in run_each(binding, args):
         rows += found

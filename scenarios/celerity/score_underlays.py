@@ -102,9 +102,20 @@ def run_summary(meshcast, scenario, sets, out_root):
     return json.loads(p.stdout)
 
 
+def scenario_args(description):
+    """The command line of a script that runs a list of scenarios: the
+    scenario files and the options of `add_run_options`, checked."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    add_run_options(ap)
+    args = ap.parse_args()
+    check_run_options(args)
+    return args
+
+
 def run_each(work, args):
     """Runs `work(meshcast, scenario, sets, out_root)` for every scenario of
-    `args` (the options of `add_run_options` and `scenarios`), `args.jobs`
+    `args` (as `scenario_args` reads them), `args.jobs`
     at a time, each run's report under one temporary directory. Yields
     `(i, n, scenario, result)` in the scenarios' order; refuses a missing
     scenario file, and exits with the message of the first run that
@@ -134,13 +145,8 @@ def run(meshcast, scenario, sets, out_root):
 
 
 def main():
-    ap = argparse.ArgumentParser(
-        description="Score Celerity on underlays against the coded optimum "
-        "(see the module's docstring).")
-    ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
-    add_run_options(ap)
-    args = ap.parse_args()
-    check_run_options(args)
+    args = scenario_args("Score Celerity on underlays against the coded optimum "
+                         "(see the module's docstring).")
     results = []
     for i, n, _, r in run_each(run, args):
         results.append(r)

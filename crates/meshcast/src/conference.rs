@@ -413,6 +413,11 @@ fn state_at(sc: &Scenario, net: &Network, dirs: &[Vec<LinkId>], t: f64) -> (Vec<
 /// `mutualcast`): participant name → session rate in kbit/s.
 pub type Optima = BTreeMap<&'static str, BTreeMap<String, f64>>;
 
+/// Each scheme's link prices at its optimum (`coded`, `twohop`,
+/// `simulcast`, `mutualcast`): link id → price in ms (see
+/// [`optimum_and_prices_at`]).
+pub type LinkPrices = BTreeMap<&'static str, BTreeMap<String, f64>>;
+
 /// When what a conference sees can change: the start, every event, and
 /// the end of every cross-traffic flow within the run (sorted, distinct).
 pub fn change_times(sc: &Scenario) -> Vec<f64> {
@@ -449,7 +454,7 @@ pub fn optimum_at(sc: &Scenario, t: f64) -> Result<Optima, OptimumError> {
 /// the link's capacity, in milliseconds of Celerity's delay price (see
 /// [`meshcast_plan::optimum`]), rounded to 0.1 ms. Links whose price
 /// rounds to 0 are left out.
-pub fn optimum_and_prices_at(sc: &Scenario, t: f64) -> Result<(Optima, Optima), OptimumError> {
+pub fn optimum_and_prices_at(sc: &Scenario, t: f64) -> Result<(Optima, LinkPrices), OptimumError> {
     let Some(c) = &sc.conference else {
         return Err(OptimumError::Invalid(
             "the scenario has no [conference]".into(),
