@@ -10,7 +10,9 @@ the smallest fraction of its coded optimum in the first report window
 of any session. The last line is the row docs/celerity.md's "Thirty
 underlays" table reports: the mean, median and lowest of the worst
 fractions, how many scenarios have every session at 0.8 or more, and how
-many have no session losing more than 5%. `--set` is handed to every run
+many have no session losing more than 5%, then the sessions' drops in the
+windows by cause (`dropped` in the summary: late, policed at a head, link
+down), which say where the loss came from. `--set` is handed to every run
 (e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
 scenario's figures to FILE.
 
@@ -56,7 +58,8 @@ def score(summary):
         opt = w.get("optimum_kbps")
         if not opt:
             raise ValueError(f"session {f['id']} has no optimum in its first window")
-        rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0))
+        rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0,
+                     w.get("dropped") or {c: 0 for c in DROP_CAUSES}))
     if not rows:
         raise ValueError("the scenario has no conference sessions")
     worst = min(rows)
@@ -67,8 +70,17 @@ def score(summary):
         "optimum_kbps": worst[3],
         "worst_session_loss": worst[4],
         "worst_loss": max(r[4] for r in rows),
-        "sessions": {r[1]: {"fraction": r[0], "loss": r[4]} for r in rows},
+        "sessions": {r[1]: {"fraction": r[0], "loss": r[4], "dropped": r[5]} for r in rows},
+        "dropped": {c: sum(r[5][c] for r in rows) for c in DROP_CAUSES},
     }
+
+
+DROP_CAUSES = ("late", "policed", "link_down")
+
+
+def drops_text(dropped):
+    """A `dropped` object as `L late, P policed, D link down`."""
+    return ", ".join(f"{dropped[c]} {c.replace('_', ' ')}" for c in DROP_CAUSES)
 
 
 def add_run_options(ap):
@@ -153,12 +165,15 @@ def main():
         print(f"[{i}/{n}] {r['scenario']}: worst {r['worst_fraction']:.3f} "
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
-              f"worst loss {100 * r['worst_loss']:.1f}%, {r['wall_s']:.1f} s", flush=True)
+              f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
+              f"{r['wall_s']:.1f} s", flush=True)
+    dropped = {c: sum(r["dropped"][c] for r in results) for c in DROP_CAUSES}
     fractions = [r["worst_fraction"] for r in results]
     print(f"{len(results)} scenarios: mean worst fraction {statistics.mean(fractions):.3f}, "
           f"median {statistics.median(fractions):.3f}, lowest {min(fractions):.3f}; "
           f"every session >= 0.8 in {sum(f >= 0.8 for f in fractions)}, "
-          f"worst loss <= 5% in {sum(r['worst_loss'] <= 0.05 for r in results)}")
+          f"worst loss <= 5% in {sum(r['worst_loss'] <= 0.05 for r in results)}; "
+          f"drops {drops_text(dropped)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

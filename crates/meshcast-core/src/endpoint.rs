@@ -71,6 +71,19 @@ pub enum Event {
         /// The rate (media payload).
         rate: crate::units::Rate,
     },
+    /// The endpoint dropped a data packet of `flow` that its source sent
+    /// at `sent_at` (on the source's clock), for `cause`. A relay's drop
+    /// loses the packet for every receiver below it; the driver counts the
+    /// drops per flow so that a report can say where a flow's loss
+    /// happened (docs/report-format.md, `dropped`).
+    FlowDropped {
+        /// The flow.
+        flow: FlowId,
+        /// When its source sent the packet.
+        sent_at: Time,
+        /// Why it was dropped.
+        cause: DropCause,
+    },
     /// The endpoint sent a datagram: its bytes by purpose, for overhead
     /// accounting (IP/UDP headers not included).
     BytesSent {
@@ -84,6 +97,43 @@ pub enum Event {
         /// Coded repairs for loss recovery (whole packets).
         repair: u32,
     },
+}
+
+/// Why an endpoint dropped a data packet ([`Event::FlowDropped`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash)]
+pub enum DropCause {
+    /// It arrived older than the flow's delay bound (at a relay or a
+    /// receiver): what a deadline drops, however the packet got late.
+    Late,
+    /// A head had no room for it in the flow's rate on the next overlay
+    /// link (the per-link policing of Celerity's rule (10)).
+    Policed,
+    /// The next overlay link was down (its probes unanswered).
+    LinkDown,
+}
+
+impl DropCause {
+    /// Every cause, in the order reports list them.
+    pub const ALL: [DropCause; 3] = [DropCause::Late, DropCause::Policed, DropCause::LinkDown];
+
+    /// The cause's name in reports and `packets.csv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropCause::Late => "late",
+            DropCause::Policed => "policed",
+            DropCause::LinkDown => "link_down",
+        }
+    }
+
+    /// The cause a report name stands for.
+    pub fn from_name(name: &str) -> Option<DropCause> {
+        DropCause::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// Its position in [`DropCause::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// A protocol role as a sans-IO state machine.

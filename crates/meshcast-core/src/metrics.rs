@@ -22,8 +22,11 @@
 //! for throughout.
 //!
 //! The recorder also sums the bytes endpoints report sending by purpose
-//! ([`crate::Event::BytesSent`]) for [`FlowRecorder::overhead`].
+//! ([`crate::Event::BytesSent`]) for [`FlowRecorder::overhead`], and counts
+//! the data packets endpoints report dropping ([`crate::Event::FlowDropped`])
+//! by cause, per second of sending, for [`FlowRecord::drops`].
 
+use crate::endpoint::DropCause;
 use crate::ids::{FlowId, NodeId};
 use crate::layered::LayeredRecord;
 use crate::time::{Duration, Time};
@@ -61,6 +64,33 @@ pub struct Overhead {
     pub control_fraction: f64,
     /// Coded repairs (loss recovery) / all bytes.
     pub repair_fraction: f64,
+}
+
+/// The data packets of a flow its endpoints dropped, by cause (serialised
+/// as such in `summary.json`). Each count is of drops, not of receivers
+/// that missed the packet: a packet a relay drops is lost for its whole
+/// subtree and counts once.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize)]
+pub struct Drops {
+    /// Arrived past the delay bound, at a relay or a receiver.
+    pub late: u64,
+    /// No room in the flow's rate on the next overlay link.
+    pub policed: u64,
+    /// The next overlay link was down.
+    pub link_down: u64,
+}
+
+impl Drops {
+    fn add(&mut self, counts: &[u64; 3]) {
+        self.late += counts[DropCause::Late.index()];
+        self.policed += counts[DropCause::Policed.index()];
+        self.link_down += counts[DropCause::LinkDown.index()];
+    }
+
+    /// All drops, whatever the cause.
+    pub fn total(&self) -> u64 {
+        self.late + self.policed + self.link_down
+    }
 }
 
 /// A log-linear histogram of durations (128 bins per power of two).
@@ -166,6 +196,9 @@ pub struct FlowRecord {
     sent: Vec<SendBucket>,
     recv: Vec<Vec<RecvBucket>>,
     delay: Vec<DelayBucket>,
+    /// Drops by cause ([`DropCause::index`]), by the second their packets
+    /// were sent.
+    dropped: Vec<[u64; 3]>,
     /// Received events from nodes that are not declared receivers.
     pub stray_packets: u64,
     /// Per receiver: when it is present (`None`: always).
@@ -191,6 +224,21 @@ impl FlowRecord {
             s.bytes += b.bytes;
         }
         s
+    }
+
+    /// The drops of packets sent in the whole seconds `[from_s, to_s)` (the
+    /// seconds [`FlowFigures::loss`] counts packets by).
+    pub fn drops(&self, from_s: u64, to_s: u64) -> Drops {
+        let mut d = Drops::default();
+        for b in self
+            .dropped
+            .iter()
+            .take(to_s as usize)
+            .skip(from_s as usize)
+        {
+            d.add(b);
+        }
+        d
     }
 
     /// Figures over the whole seconds `[from_s, to_s)`; the last second
@@ -293,6 +341,7 @@ impl FlowRecorder {
             receivers,
             sent: Vec::new(),
             delay: Vec::new(),
+            dropped: Vec::new(),
             stray_packets: 0,
             presence: Vec::new(),
             layered: LayeredRecord::default(),
@@ -316,6 +365,11 @@ impl FlowRecorder {
                 payload_bytes,
                 sent_at,
             } => self.received(flow, node, now, payload_bytes, sent_at),
+            Event::FlowDropped {
+                flow,
+                sent_at,
+                cause,
+            } => self.dropped(flow, sent_at, cause),
             Event::BytesSent {
                 media,
                 header,
@@ -385,6 +439,16 @@ impl FlowRecorder {
         b.count += 1;
         b.sum_ns += u128::from(d.as_nanos());
         b.hist.record(d);
+    }
+
+    /// An endpoint dropped a packet of `flow` sent at `sent_at`, for
+    /// `cause`.
+    pub fn dropped(&mut self, flow: FlowId, sent_at: Time, cause: DropCause) {
+        let Some(f) = self.flows.get_mut(flow.index()) else {
+            self.unknown_flow_events += 1;
+            return;
+        };
+        bucket(&mut f.dropped, sent_at)[cause.index()] += 1;
     }
 
     /// The layered record of `flow`, if declared.
@@ -471,6 +535,56 @@ mod tests {
             );
         }
         assert_eq!(DelayHistogram::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn drops_count_by_cause_in_the_second_their_packets_were_sent() {
+        let mut r = FlowRecorder::new();
+        let (a, b) = (NodeId(0), NodeId(1));
+        let f = r.add_flow("f", "session", a, vec![b]);
+        let at = |ms: u64| Time::from_millis(ms);
+        // Reported at 2.1 s of packets sent at 0.9 s and 1.5 s.
+        for (sent, cause) in [
+            (at(900), DropCause::Late),
+            (at(1500), DropCause::Late),
+            (at(1500), DropCause::Policed),
+            (at(2500), DropCause::LinkDown),
+        ] {
+            r.record(
+                b,
+                at(2100),
+                &crate::Event::FlowDropped {
+                    flow: f,
+                    sent_at: sent,
+                    cause,
+                },
+            );
+        }
+        // A drop of an undeclared flow is counted as such, not filed.
+        r.record(
+            b,
+            at(100),
+            &crate::Event::FlowDropped {
+                flow: FlowId(7),
+                sent_at: at(0),
+                cause: DropCause::Late,
+            },
+        );
+        let rec = &r.flows()[0];
+        let d = rec.drops(1, 2);
+        assert_eq!((d.late, d.policed, d.link_down), (1, 1, 0));
+        let all = rec.drops(0, 10);
+        assert_eq!(
+            (all.late, all.policed, all.link_down, all.total()),
+            (2, 1, 1, 4)
+        );
+        assert_eq!(rec.drops(3, 10), Drops::default());
+        assert_eq!(r.unknown_flow_events, 1);
+        for c in DropCause::ALL {
+            assert_eq!(DropCause::from_name(c.name()), Some(c));
+            assert_eq!(DropCause::ALL[c.index()], c);
+        }
+        assert_eq!(DropCause::from_name("lost"), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::report::{FlowSummary, SCHEMA_VERSION, flow_metrics, measured_flow};
 use crate::scenario::{Locator, ScenarioError};
 use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
-use meshcast_core::{Addr, Event, FlowId, NodeId, Time};
+use meshcast_core::{Addr, DropCause, Event, FlowId, NodeId, Time};
 use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node};
 use meshcast_proto::celerity::{CelerityConfig, CelerityPeer, PeerCounters};
 use serde::{Deserialize, Serialize};
@@ -285,6 +285,18 @@ pub enum PacketRecord {
         /// When its source sent it.
         sent_ns: u64,
     },
+    /// This node dropped a data packet of session `flow` that its source
+    /// sent at `sent_ns`, for `cause`.
+    Dropped {
+        /// When.
+        t_ns: u64,
+        /// The session.
+        flow: u32,
+        /// Why.
+        cause: DropCause,
+        /// When its source sent it.
+        sent_ns: u64,
+    },
     /// A send: bytes of media, data headers, control and coded repairs.
     Bytes {
         /// When.
@@ -302,7 +314,9 @@ pub enum PacketRecord {
 
 impl PacketRecord {
     /// The CSV line (without newline): `sent,T,FLOW,BYTES`,
-    /// `received,T,FLOW,BYTES,SENT` or `bytes,T,MEDIA,HEADER,CONTROL,REPAIR`.
+    /// `received,T,FLOW,BYTES,SENT`, `dropped,T,FLOW,CAUSE,SENT` (CAUSE
+    /// `late`, `policed` or `link_down`) or
+    /// `bytes,T,MEDIA,HEADER,CONTROL,REPAIR`.
     pub fn to_csv(&self) -> String {
         match *self {
             PacketRecord::Sent { t_ns, flow, bytes } => format!("sent,{t_ns},{flow},{bytes}"),
@@ -312,6 +326,12 @@ impl PacketRecord {
                 bytes,
                 sent_ns,
             } => format!("received,{t_ns},{flow},{bytes},{sent_ns}"),
+            PacketRecord::Dropped {
+                t_ns,
+                flow,
+                cause,
+                sent_ns,
+            } => format!("dropped,{t_ns},{flow},{},{sent_ns}", cause.name()),
             PacketRecord::Bytes {
                 t_ns,
                 media,
@@ -345,6 +365,19 @@ impl PacketRecord {
                     sent_at: Time::from_nanos(sent_ns),
                 },
             ),
+            PacketRecord::Dropped {
+                t_ns,
+                flow,
+                cause,
+                sent_ns,
+            } => (
+                Time::from_nanos(t_ns),
+                Event::FlowDropped {
+                    flow: FlowId(flow),
+                    sent_at: Time::from_nanos(sent_ns),
+                    cause,
+                },
+            ),
             PacketRecord::Bytes {
                 t_ns,
                 media,
@@ -367,6 +400,19 @@ impl PacketRecord {
     pub fn from_csv(line: &str) -> Option<PacketRecord> {
         let mut f = line.trim_end().split(',');
         let kind = f.next()?;
+        if kind == "dropped" {
+            let mut num = || f.next()?.parse::<u64>().ok();
+            let t_ns = num()?;
+            let flow = u32::try_from(num()?).ok()?;
+            let cause = DropCause::from_name(f.next()?)?;
+            let sent_ns = f.next()?.parse::<u64>().ok()?;
+            return f.next().is_none().then_some(PacketRecord::Dropped {
+                t_ns,
+                flow,
+                cause,
+                sent_ns,
+            });
+        }
         let mut num = || f.next()?.parse::<u64>().ok();
         let t_ns = num()?;
         let a = u32::try_from(num()?).ok()?;
@@ -568,6 +614,15 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                     payload_bytes,
                     sent_at: rel(sent_at),
                 },
+                Event::FlowDropped {
+                    flow,
+                    sent_at,
+                    cause,
+                } => Event::FlowDropped {
+                    flow,
+                    sent_at: rel(sent_at),
+                    cause,
+                },
                 e => e,
             };
             rec.record(me, rel(now), &event);
@@ -626,6 +681,16 @@ impl PacketRecord {
                 bytes: payload_bytes,
                 sent_ns: sent_at.as_nanos(),
             },
+            Event::FlowDropped {
+                flow,
+                sent_at,
+                cause,
+            } => PacketRecord::Dropped {
+                t_ns,
+                flow: flow.0,
+                cause,
+                sent_ns: sent_at.as_nanos(),
+            },
             Event::BytesSent {
                 media,
                 header,
@@ -648,6 +713,9 @@ struct Live {
     names: Vec<String>,
     sent: Vec<(u64, u64)>,
     received: Vec<(u64, u64)>,
+    /// Per session, data packets this node dropped, by cause
+    /// ([`DropCause::index`]).
+    dropped: Vec<[u64; 3]>,
     /// Bytes sent as media, data headers, control and repairs.
     bytes: [u64; 4],
     /// The rate the overlay last offered this node's application (with
@@ -661,6 +729,7 @@ impl Live {
             names: names.to_vec(),
             sent: vec![(0, 0); names.len()],
             received: vec![(0, 0); names.len()],
+            dropped: vec![[0; 3]; names.len()],
             bytes: [0; 4],
             offered_bps: None,
         }
@@ -683,6 +752,11 @@ impl Live {
                 payload_bytes,
                 ..
             } => add(&mut self.received, flow, payload_bytes),
+            Event::FlowDropped { flow, cause, .. } => {
+                if let Some(c) = self.dropped.get_mut(flow.index()) {
+                    c[cause.index()] += 1;
+                }
+            }
             Event::BytesSent {
                 media,
                 header,
@@ -739,6 +813,23 @@ impl Live {
         for (name, help, rows) in &sessions {
             family(name, help, rows);
         }
+        family(
+            "meshcast_session_dropped_packets_total",
+            "Data packets of the session this node dropped, by cause (late: past the delay bound; policed: over the session's rate on the next link; link_down).",
+            &self
+                .names
+                .iter()
+                .zip(&self.dropped)
+                .flat_map(|(n, c)| {
+                    DropCause::ALL.into_iter().map(move |cause| {
+                        (
+                            format!("{{session=\"{n}\",cause=\"{}\"}}", cause.name()),
+                            c[cause.index()],
+                        )
+                    })
+                })
+                .collect::<Vec<_>>(),
+        );
         family(
             "meshcast_sent_bytes_total",
             "Bytes this node sent, by purpose (IP/UDP headers excluded).",
@@ -898,6 +989,12 @@ B = "127.0.0.1:7002"
                 control: 3,
                 repair: 4,
             },
+            PacketRecord::Dropped {
+                t_ns: 12,
+                flow: 2,
+                cause: DropCause::Policed,
+                sent_ns: 7,
+            },
         ];
         for r in recs {
             assert_eq!(PacketRecord::from_csv(&r.to_csv()), Some(r));
@@ -908,6 +1005,10 @@ B = "127.0.0.1:7002"
             "bytes,1,2,3,4",
             "lost,1,2,3",
             "received,x,1,2,3",
+            "dropped,1,2,lost,3",
+            "dropped,1,2,late",
+            "dropped,1,2,late,3,4",
+            "dropped,1,2,3,4",
             "",
         ] {
             assert_eq!(PacketRecord::from_csv(bad), None, "{bad}");

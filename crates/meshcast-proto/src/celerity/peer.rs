@@ -4,7 +4,7 @@ use super::base_delay::BaseDelay;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::schedule::Schedule;
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
-use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
+use meshcast_core::{Addr, DropCause, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
 use meshcast_plan::{Cut, Model, Packing, SessionGraph, Tree};
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -963,6 +963,11 @@ fn micros(t: Time) -> u32 {
 fn age_since(now: Time, origin_ts_us: u32) -> Duration {
     let us = (micros(now).wrapping_sub(origin_ts_us) as i32).max(0);
     Duration::from_micros(us as u64)
+}
+
+/// When a packet `age` old at `now` was sent (on this peer's clock).
+fn sent_at(now: Time, age: Duration) -> Time {
+    Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos()))
 }
 
 impl CelerityPeer {
@@ -2279,6 +2284,16 @@ impl CelerityPeer {
         );
     }
 
+    /// Report a data packet of session `m` sent at `origin_ts_us` (its
+    /// source's clock) dropped at `now` for `cause`.
+    fn dropped(&mut self, now: Time, m: usize, origin_ts_us: u32, cause: DropCause) {
+        self.events.push_back(Event::FlowDropped {
+            flow: self.cfg.flows[m],
+            sent_at: sent_at(now, age_since(now, origin_ts_us)),
+            cause,
+        });
+    }
+
     /// Forward/send a data packet of `header.session` to `v` within the
     /// session's rate on `me → v`.
     fn send_data(
@@ -2292,11 +2307,12 @@ impl CelerityPeer {
         if !self.present[v] {
             return;
         }
+        let m = usize::from(header.session);
         if !self.link_up(v, now) {
             self.counters.shaped += 1;
+            self.dropped(now, m, header.origin_ts_us, DropCause::LinkDown);
             return;
         }
-        let m = usize::from(header.session);
         let media = payload.len() as f64;
         let o = &mut self.outgoing[v];
         let depth = bucket_depth(o.rates[m], media);
@@ -2304,6 +2320,7 @@ impl CelerityPeer {
         if tokens < media {
             o.bucket[m] = (tokens, now);
             self.counters.shaped += 1;
+            self.dropped(now, m, header.origin_ts_us, DropCause::Policed);
             return;
         }
         o.bucket[m] = (tokens - media, now);
@@ -2627,6 +2644,7 @@ impl CelerityPeer {
         let age = age_since(now, header.origin_ts_us);
         if age > self.cfg.params.delay_bound {
             self.counters.late += 1;
+            self.dropped(now, m, header.origin_ts_us, DropCause::Late);
             return;
         }
         if !s.first_time(header.media_seq) {
@@ -2640,7 +2658,7 @@ impl CelerityPeer {
             self.events.push_back(Event::FlowReceived {
                 flow: self.cfg.flows[m],
                 payload_bytes: media.len() as u32,
-                sent_at: Time::from_nanos(now.as_nanos().saturating_sub(age.as_nanos())),
+                sent_at: sent_at(now, age),
             });
         }
         let Some(mine) = header

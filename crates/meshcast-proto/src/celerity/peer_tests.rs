@@ -871,6 +871,68 @@ fn control_rides_along_only_within_one_datagram() {
     assert!(p.outgoing[1].pending_deadline.is_some());
 }
 
+/// A peer reports every data packet it drops, with the session, when its
+/// source sent it and why: one older than the delay bound on arrival
+/// (late), one a child's link has no rate for (policed), one for a child
+/// whose link has gone quiet (link down). A packet it relays in time and
+/// within the rate is no drop.
+#[test]
+fn dropped_packets_are_reported_with_their_cause() {
+    let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
+    let now = Time::from_secs(10);
+    for v in 1..4 {
+        p.present[v] = true;
+    }
+    p.direct[2] = Some(now);
+    let quiet = p.cfg.params.liveness + Duration::from_millis(1);
+    p.direct[3] = Some(Time::from_nanos(now.as_nanos() - quiet.as_nanos()));
+    let at = |ms_ago: u64| Time::from_millis(10_000 - ms_ago);
+    let header = |ms_ago: u64, seq: u32, children: u16| DataHeader {
+        session: 1,
+        media_seq: seq,
+        origin_ts_us: micros(at(ms_ago)),
+        uprime: 0.1,
+        relay_side: 0b1111,
+        recv_side: 0b1111,
+        entries: vec![TreeEntry {
+            member: 0,
+            children,
+        }],
+        padding: false,
+    };
+    let drops = |p: &mut CelerityPeer| {
+        std::iter::from_fn(|| p.poll_event())
+            .filter_map(|e| match e {
+                Event::FlowDropped {
+                    flow,
+                    sent_at,
+                    cause,
+                } => Some((flow, sent_at, cause)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    p.on_data(now, header(250, 1, 0b0100), &[0u8; 1400]);
+    assert_eq!(drops(&mut p), vec![(FlowId(1), at(250), DropCause::Late)]);
+    // No rate on 0 → 2 (an empty bucket); 0 → 3 is down.
+    p.outgoing[2].rates[1] = 0.0;
+    p.outgoing[2].bucket[1] = (0.0, now);
+    p.on_data(now, header(20, 2, 0b1100), &[0u8; 1400]);
+    assert_eq!(
+        drops(&mut p),
+        vec![
+            (FlowId(1), at(20), DropCause::Policed),
+            (FlowId(1), at(20), DropCause::LinkDown),
+        ]
+    );
+    assert_eq!((p.counters().late, p.counters().shaped), (1, 2));
+    p.outgoing[2].rates[1] = 1000.0;
+    p.outgoing[2].bucket[1] = (1e6, now);
+    p.on_data(now, header(20, 3, 0b0100), &[0u8; 1400]);
+    assert_eq!(drops(&mut p), vec![]);
+    assert!(p.poll_transmit(now).is_some());
+}
+
 /// A tail's rate update waits up to one control interval for a data packet
 /// to the head to ride on, a head's link-state report half a report
 /// interval: alone, each costs a datagram on the links the rates steer.

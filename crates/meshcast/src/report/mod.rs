@@ -10,7 +10,7 @@ mod table;
 use crate::scenario::Scenario;
 use meshcast_core::Time;
 use meshcast_core::layered::LayeredFigures;
-use meshcast_core::metrics::{FlowFigures, FlowRecord, Overhead};
+use meshcast_core::metrics::{Drops, FlowFigures, FlowRecord, Overhead};
 use meshcast_sim::{Counters, LinkFigures, LinkRecord, RunStats};
 use serde::Serialize;
 use std::path::Path;
@@ -236,6 +236,10 @@ pub struct FlowWindowFigures {
     /// kbit/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optimum_twohop_kbps: Option<f64>,
+    /// A conference session's packets (sent in the window) that its peers
+    /// dropped, by cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<Drops>,
     /// A layered stream's frame figures over frames generated in the
     /// window.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -258,6 +262,10 @@ pub struct FlowSummary {
     pub receivers: Vec<String>,
     /// Figures over the whole run.
     pub total: FlowFigures,
+    /// A conference session's packets that its peers dropped over the
+    /// whole run, by cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<Drops>,
     /// One entry per second.
     pub series: Vec<FlowSample>,
     /// One entry per report window.
@@ -459,6 +467,7 @@ fn flow_summary(
             flow: rounded_flow(f.figures(from, to, stats.end)),
             optimum_kbps: opt(from, to, "coded"),
             optimum_twohop_kbps: opt(from, to, "twohop"),
+            dropped: session_drops(f, from, to),
             layered: layered(from, to),
         }),
         layered: is_layered.then(|| layered_summary(sc, f, secs)),
@@ -466,6 +475,12 @@ fn flow_summary(
             per_second.get(t as usize).copied().flatten()
         })
     }
+}
+
+/// A conference session's drops of packets sent in `[from_s, to_s)`
+/// (`None` for flows of other kinds, whose endpoints do not report drops).
+fn session_drops(f: &FlowRecord, from_s: u64, to_s: u64) -> Option<Drops> {
+    (f.kind == "session").then(|| f.drops(from_s, to_s))
 }
 
 /// A flow's summary without report windows or a layered summary: its
@@ -486,6 +501,7 @@ pub(crate) fn measured_flow(
         source: name(f.source),
         receivers: f.receivers.iter().map(|&n| name(n)).collect(),
         total: rounded_flow(f.figures(0, secs, end)),
+        dropped: session_drops(f, 0, secs),
         series: (0..secs)
             .map(|t| FlowSample {
                 t_s: t,

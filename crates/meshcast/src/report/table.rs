@@ -46,6 +46,9 @@ const FLOW_HEADERS: [&str; 7] = [
     "p95 ms",
     "loss %",
 ];
+/// The column of the sessions' drops by cause (`flows[].dropped`).
+const DROPS_HEADER: &str = "dropped late/policed/down";
+
 fn layered_cells(p: &LayeredFigures) -> [String; 7] {
     [
         p.frames.to_string(),
@@ -92,6 +95,8 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
     let mut out = Vec::new();
     for (label, w) in spans {
         if !s.flows.is_empty() {
+            // Conference sessions say where their loss happened.
+            let with_drops = s.flows.iter().any(|f| f.dropped.is_some());
             let rows = s
                 .flows
                 .iter()
@@ -102,12 +107,23 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                         format!("{} -> {}", f.source, f.receivers.join(",")),
                     ];
                     row.extend(flow_cells(p));
+                    if with_drops {
+                        let d = w.map_or(f.dropped, |i| f.windows[i].fig.dropped);
+                        row.push(d.map_or_else(
+                            || "-".to_owned(),
+                            |d| format!("{}/{}/{}", d.late, d.policed, d.link_down),
+                        ));
+                    }
                     row
                 })
                 .collect();
+            let mut headers = FLOW_HEADERS.to_vec();
+            if with_drops {
+                headers.push(DROPS_HEADER);
+            }
             out.push(Table {
                 title: format!("Flows, {label}"),
-                headers: FLOW_HEADERS.to_vec(),
+                headers,
                 rows,
             });
         }
