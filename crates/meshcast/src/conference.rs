@@ -95,6 +95,7 @@ pub(crate) struct RawConference {
     share_guard: Option<Spanned<f64>>,
     standing_ratio: Option<Spanned<f64>>,
     gain_floor: Option<Spanned<f64>>,
+    police_slack: Option<Spanned<f64>>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
@@ -275,6 +276,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.gain_floor, "conference.gain_floor")? {
         params.gain_floor = v;
+    }
+    if let Some(v) = fraction(&raw.police_slack, "conference.police_slack")? {
+        params.police_slack = v;
     }
     if let Some(v) = fraction(&raw.repair_ratio, "conference.repair_ratio")? {
         params.repair_ratio = v;

@@ -933,6 +933,49 @@ fn dropped_packets_are_reported_with_their_cause() {
     assert!(p.poll_transmit(now).is_some());
 }
 
+/// The policing slack (`CelerityParams::police_slack`): a head with a
+/// session's rate of 112 kbit/s on a link (ten 1400-byte packets a second)
+/// passes packets offered 5% faster for a minute with the default slack of
+/// 0.1, and drops what comes 20% faster beyond that slack; policing at the
+/// rate itself drops some of the 5% too.
+#[test]
+fn the_policing_slack_passes_swings_about_the_rate_not_a_sustained_excess() {
+    let drops = |slack: f64, faster: f64| {
+        let mut c = cfg(3, 0);
+        c.params.police_slack = slack;
+        let mut p = CelerityPeer::new(c).unwrap();
+        p.present[1] = true;
+        p.outgoing[1].rates[2] = 112.0;
+        p.outgoing[1].bucket[2] = (3.0 * 1400.0, Time::ZERO);
+        let header = DataHeader {
+            session: 2,
+            media_seq: 0,
+            origin_ts_us: 0,
+            uprime: 0.1,
+            relay_side: 0b111,
+            recv_side: 0b111,
+            entries: Vec::new(),
+            padding: false,
+        };
+        let gap = 0.1 / faster;
+        let mut t = 0.0;
+        while t < 60.0 {
+            let now = Time::from_nanos((t * 1e9) as u64);
+            p.direct[1] = Some(now);
+            p.send_data(now, 1, &header, Vec::new(), &[0u8; 1400]);
+            while p.poll_transmit(now).is_some() {}
+            t += gap;
+        }
+        p.counters().shaped
+    };
+    assert_eq!(CelerityParams::default().police_slack, 0.1);
+    assert_eq!(drops(0.1, 1.05), 0);
+    assert!(drops(0.0, 1.05) >= 20, "{}", drops(0.0, 1.05));
+    // 720 packets offered, about 660 passed at 1.1 times the rate.
+    let over = drops(0.1, 1.2);
+    assert!((50..=70).contains(&over), "{over}");
+}
+
 /// A tail's rate update waits up to one control interval for a data packet
 /// to the head to ride on, a head's link-state report half a report
 /// interval: alone, each costs a datagram on the links the rates steer.
