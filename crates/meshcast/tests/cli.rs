@@ -1270,6 +1270,10 @@ fn peer_dynamics(dir: &Path, sets: &[&str]) -> Value {
 /// once held to 45 s, was the exception; docs/celerity.md, "The balance",
 /// "Spare lending", "The age guard", "The rate dead band" and "The steady
 /// gain").
+/// Since the policing slack (ninth session of 2026-11-26) the default
+/// point gives 11, 11, 11, 5 s with both and D after 44 s with neither;
+/// the 45 s for neither is held with `police_slack = 0`, under which it
+/// was measured, and 30 s with the slack.
 /// With resuming on as well, see the next test.
 #[test]
 fn celerity_quick_start_brings_a_joining_member_up_sooner() {
@@ -1285,15 +1289,25 @@ fn celerity_quick_start_brings_a_joining_member_up_sooner() {
             assert!(back(&s, p, until).is_some(), "{p} with {sets:?}");
         }
     }
-    let neither = peer_dynamics(
+    let neither = [
+        "conference.resume=0",
+        "conference.balance=0",
+        "conference.spare=false",
+    ];
+    // The policing slack passes some of what quick start's overshoot used
+    // to lose at heads: without it, as these figures were measured, D is
+    // not back within 45 s; with it D takes 44 s, still four times the
+    // 11 s with both mechanisms.
+    let strict = peer_dynamics(
         dir.path(),
-        &[
-            "conference.resume=0",
-            "conference.balance=0",
-            "conference.spare=false",
-        ],
+        &[&neither[..], &["conference.police_slack=0"]].concat(),
     );
-    assert!(back(&neither, "D", 165).is_none(), "D with neither");
+    assert!(
+        back(&strict, "D", 165).is_none(),
+        "D with neither, no slack"
+    );
+    let slack = peer_dynamics(dir.path(), &neither);
+    assert!(back(&slack, "D", 150).is_none(), "D with neither");
 }
 
 /// Resuming quick start (`conference.resume`) and the fresh exit

@@ -218,14 +218,15 @@ pub struct CelerityParams {
     /// that. The rate is what the source packs its trees to, so on average
     /// a link carries no more than it did; the slack absorbs the sources'
     /// swings about it. A source's trees change with nearly every repack,
-    /// so over a second a link's share swings a few percent about its rate,
-    /// and with the bucket refilling at exactly the rate the packets that
-    /// arrive the bucket at the rate walk it empty now and then: on random
-    /// underlays heads dropped as many packets as came late, each lost to
-    /// the whole subtree below. At 0.1 the head drops fall by 81% and the
-    /// mean session loss by 41% (docs/celerity.md, "The policing
-    /// slack"). Paced sources (`pace_to_heads`) keep their copies of other
-    /// heads' buckets at the packed rates: they still send to the rates.
+    /// so over a second a link's share swings a few percent about its rate;
+    /// a bucket that refills exactly as fast as packets arrive on average
+    /// is walked empty by those swings now and then: on random underlays
+    /// heads dropped as many packets as came late, each lost to the whole
+    /// subtree below. At 0.1 the head drops fall by 81% and the mean
+    /// session loss by 41% (docs/celerity.md, "The policing slack"). Paced
+    /// sources (`pace_to_heads`) keep their copies of other heads' buckets
+    /// at the packed rates: they still send to the rates. Simulcast's and
+    /// Mutualcast's heads police with the same slack.
     pub police_slack: f64,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
