@@ -400,41 +400,37 @@ impl PacketRecord {
     pub fn from_csv(line: &str) -> Option<PacketRecord> {
         let mut f = line.trim_end().split(',');
         let kind = f.next()?;
-        if kind == "dropped" {
-            let mut num = || f.next()?.parse::<u64>().ok();
-            let t_ns = num()?;
-            let flow = u32::try_from(num()?).ok()?;
-            let cause = DropCause::from_name(f.next()?)?;
-            let sent_ns = f.next()?.parse::<u64>().ok()?;
-            return f.next().is_none().then_some(PacketRecord::Dropped {
-                t_ns,
-                flow,
-                cause,
-                sent_ns,
-            });
-        }
-        let mut num = || f.next()?.parse::<u64>().ok();
-        let t_ns = num()?;
-        let a = u32::try_from(num()?).ok()?;
-        let b = u32::try_from(num()?).ok()?;
+        let num = |field: Option<&str>| field?.parse::<u64>().ok();
+        let small = |field: Option<&str>| u32::try_from(num(field)?).ok();
+        // Every kind has the time and a number after it (a flow, or the
+        // media bytes); the fields after those depend on the kind (they
+        // are read in the order written).
+        let t_ns = num(f.next())?;
+        let a = small(f.next())?;
         let rec = match kind {
             "sent" => PacketRecord::Sent {
                 t_ns,
                 flow: a,
-                bytes: b,
+                bytes: small(f.next())?,
             },
             "received" => PacketRecord::Received {
                 t_ns,
                 flow: a,
-                bytes: b,
-                sent_ns: num()?,
+                bytes: small(f.next())?,
+                sent_ns: num(f.next())?,
+            },
+            "dropped" => PacketRecord::Dropped {
+                t_ns,
+                flow: a,
+                cause: DropCause::from_name(f.next()?)?,
+                sent_ns: num(f.next())?,
             },
             "bytes" => PacketRecord::Bytes {
                 t_ns,
                 media: a,
-                header: b,
-                control: u32::try_from(num()?).ok()?,
-                repair: u32::try_from(num()?).ok()?,
+                header: small(f.next())?,
+                control: small(f.next())?,
+                repair: small(f.next())?,
             },
             _ => return None,
         };
