@@ -88,6 +88,7 @@ pub(crate) struct RawConference {
     landing_gain: Option<Spanned<f64>>,
     cautious_gain: Option<Spanned<f64>>,
     media_bytes: Option<Spanned<i64>>,
+    media_sizes: Option<Spanned<Vec<Spanned<i64>>>>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
     ceiling_exponent: Option<Spanned<f64>>,
@@ -236,6 +237,27 @@ pub(crate) fn check(
             .ok()
             .filter(|b| (16..=1400).contains(b))
             .ok_or_else(|| loc.err(m.span(), "conference.media_bytes", "must be 16..=1400"))?;
+    }
+    if let Some(sizes) = &raw.media_sizes {
+        if sizes.get_ref().is_empty() {
+            return Err(loc.err(
+                sizes.span(),
+                "conference.media_sizes",
+                "must list at least one size (leave it out for media_bytes)",
+            ));
+        }
+        params.media_sizes = sizes
+            .get_ref()
+            .iter()
+            .map(|b| {
+                u32::try_from(*b.get_ref())
+                    .ok()
+                    .filter(|b| (16..=1400).contains(b))
+                    .ok_or_else(|| {
+                        loc.err(b.span(), "conference.media_sizes", "each must be 16..=1400")
+                    })
+            })
+            .collect::<Result<_, _>>()?;
     }
     if let Some(r) = positive(&raw.max_rate_kbps, "conference.max_rate_kbps")? {
         params.max_rate = Some(Rate::from_kbps_f64(r));

@@ -234,6 +234,14 @@ pub struct CelerityParams {
     pub report_interval: Duration,
     /// Media bytes per data packet.
     pub media_bytes: u32,
+    /// The built-in source's packet sizes, media bytes, taken in turn
+    /// (each 16..=1400); empty (the default) sends every packet at
+    /// `media_bytes`. Real encoders packetise unevenly (a video frame is
+    /// some full packets and a short last one; audio rides in small ones),
+    /// and a cycle such as `[1400, 1400, 1400, 300]` makes the simulator's
+    /// source do the same (docs/celerity.md, "Packets of mixed sizes").
+    /// Application media keeps its own sizes.
+    pub media_sizes: Vec<u32>,
     /// The application's rate cap (its encoder's maximum), if any.
     pub max_rate: Option<Rate>,
     /// Rate of a link before its tail has said anything, kbit/s.
@@ -472,6 +480,7 @@ impl Default for CelerityParams {
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
+            media_sizes: Vec::new(),
             max_rate: None,
             initial_rate_kbps: 20.0,
             liveness: Duration::from_secs(3),
@@ -686,6 +695,10 @@ struct Incoming {
     /// Separate bases for small (control) and full (data) packets: the
     /// serialisation time differs by size class.
     base: [BaseDelay; 2],
+    /// The largest data packet's media seen on the link, bytes: shorter
+    /// data packets' one-way delays are measured as if they were this
+    /// long (see [`CelerityPeer::measure`]).
+    longest: usize,
     /// The interval's queuing delays, one per packet of either size class:
     /// their mean is the interval's queuing delay, their lower quartile
     /// the standing weight's (see [`CelerityParams::standing_ratio`]).
@@ -771,7 +784,9 @@ impl Incoming {
     /// path (39 ms over two 600 kbit/s core links, 23 ms across the
     /// dumbbell's 480 kbit/s). 0 until both classes have been seen. If data
     /// first crossed the link behind a standing queue, its base and so this
-    /// are too high, which only lowers the delay guard's knee.
+    /// are too high, which only lowers the delay guard's knee. With data
+    /// packets of mixed sizes it is the longest one's (see
+    /// [`CelerityPeer::measure`]).
     fn serialisation(&self) -> f64 {
         match (self.base[0].base(), self.base[1].base()) {
             (Some(small), Some(full)) => (full - small).max(0.0),
@@ -798,10 +813,11 @@ impl Outgoing {
 /// bucket for its own session (see [`CelerityPeer::send_tick`]).
 type Bucket = (f64, Time);
 
-/// How many bytes a bucket for `rate_kbps` holds: three packets, or half
-/// a second at the rate when that is more.
-fn bucket_depth(rate_kbps: f64, media: f64) -> f64 {
-    (3.0 * media).max(rate_kbps.max(0.0) * 1e3 / 8.0 * 0.5)
+/// How many bytes a bucket for `rate_kbps` holds: three of the session's
+/// largest packets (`largest` bytes of media), or half a second at the
+/// rate when that is more.
+fn bucket_depth(rate_kbps: f64, largest: f64) -> f64 {
+    (3.0 * largest).max(rate_kbps.max(0.0) * 1e3 / 8.0 * 0.5)
 }
 
 /// The bytes in `bucket` at `now`, refilled at `rate_kbps` up to `depth`.
@@ -810,10 +826,10 @@ fn bucket_level(bucket: Bucket, rate_kbps: f64, depth: f64, now: Time) -> f64 {
     (bucket.0 + rate_bytes * now.saturating_since(bucket.1).as_secs_f64()).min(depth)
 }
 
-/// The depth of the source's copy of a head's bucket: one packet less
-/// than the head's (see [`CelerityPeer::link_wait`]).
-fn mirror_depth(rate_kbps: f64, media: f64) -> f64 {
-    bucket_depth(rate_kbps, media) - media
+/// The depth of the source's copy of a head's bucket: one (largest)
+/// packet less than the head's (see [`CelerityPeer::link_wait`]).
+fn mirror_depth(rate_kbps: f64, largest: f64) -> f64 {
+    bucket_depth(rate_kbps, largest) - largest
 }
 
 /// What this peer knows of another session from its data headers.
@@ -906,10 +922,11 @@ struct Plan {
 
 impl Source {
     /// The bytes in the source's copy of the bucket of link `i`
-    /// (`u * n + v`) at `now`.
-    fn mirror_level(&self, i: usize, media: f64, now: Time) -> f64 {
+    /// (`u * n + v`) at `now`, for a session whose largest packet is
+    /// `largest` bytes.
+    fn mirror_level(&self, i: usize, largest: f64, now: Time) -> f64 {
         let r = self.packed_rates[i];
-        bucket_level(self.mirror[i], r, mirror_depth(r, media), now)
+        bucket_level(self.mirror[i], r, mirror_depth(r, largest), now)
     }
 }
 
@@ -951,6 +968,10 @@ pub struct CelerityPeer {
     closed: bool,
     counters: PeerCounters,
     media: Vec<u8>,
+    /// The largest media payload of each session this peer has sent or
+    /// relayed, bytes: a head's bucket holds three of those (see
+    /// [`bucket_depth`]), whatever the size of the packet at hand.
+    largest: [f64; MAX_PARTICIPANTS],
     /// With application media, what the application hands over and gets.
     app: Option<AppMedia>,
     /// The gap after the last media packet sent (its size at the rate
@@ -1025,6 +1046,11 @@ impl CelerityPeer {
         if p.media_bytes < 16 || p.media_bytes > 1400 {
             return Err(ConfigError::Param("media_bytes must be 16..=1400".into()));
         }
+        if p.media_sizes.iter().any(|&b| !(16..=1400).contains(&b)) {
+            return Err(ConfigError::Param(
+                "media_sizes must each be 16..=1400".into(),
+            ));
+        }
         if p.queue_ceiling
             .is_some_and(|c| c == Duration::ZERO || c >= p.delay_bound)
         {
@@ -1068,6 +1094,7 @@ impl CelerityPeer {
             received: 0,
             lost: 0,
             base: Default::default(),
+            longest: 0,
             qsamples: Vec::new(),
             standing: 1.0,
             qdelay: 0.0,
@@ -1115,6 +1142,7 @@ impl CelerityPeer {
             repair_rx: (0..n).map(|_| None).collect(),
             coded: Vec::new(),
             media: vec![0u8; p.media_bytes as usize],
+            largest: [0.0; MAX_PARTICIPANTS],
             app: None,
             last_gap: None,
             last_offered: None,
@@ -2035,7 +2063,8 @@ impl CelerityPeer {
                     // packing uses; bring it up to date at the old rate
                     // first.
                     let i = u * n + v;
-                    let level = self.src.mirror_level(i, f64::from(p.media_bytes), now);
+                    let largest = self.largest[self.me].max(f64::from(p.media_bytes));
+                    let level = self.src.mirror_level(i, largest, now);
                     self.src.mirror[i] = (level, now);
                     self.src.packed_rates[i] = r.max(0.0);
                 }
@@ -2143,17 +2172,18 @@ impl CelerityPeer {
     /// holds one packet less than the head's so that the head still has
     /// room when queues upstream bunch packets together.
     fn link_wait(&self, u: usize, v: usize, media: f64, now: Time) -> f64 {
+        let largest = self.largest[self.me].max(media);
         let (level, rate) = if u == self.me {
             let o = &self.outgoing[v];
             let r = o.rates[self.me];
             (
-                bucket_level(o.bucket[self.me], r, bucket_depth(r, media), now),
+                bucket_level(o.bucket[self.me], r, bucket_depth(r, largest), now),
                 r,
             )
         } else {
             let i = u * self.n + v;
             (
-                self.src.mirror_level(i, media, now),
+                self.src.mirror_level(i, largest, now),
                 self.src.packed_rates[i],
             )
         };
@@ -2163,6 +2193,17 @@ impl CelerityPeer {
             (media - level) / (rate * 1e3 / 8.0)
         } else {
             f64::INFINITY
+        }
+    }
+
+    /// The size of the built-in source's next packet (see
+    /// [`CelerityParams::media_sizes`]).
+    fn synthetic_size(&self) -> u32 {
+        let sizes = &self.cfg.params.media_sizes;
+        if sizes.is_empty() {
+            self.cfg.params.media_bytes
+        } else {
+            sizes[self.src.media_seq as usize % sizes.len()]
         }
     }
 
@@ -2222,7 +2263,7 @@ impl CelerityPeer {
         // the share guard (see `Schedule`) keeps each link near its share
         // and never waits.
         let padding = self.app.is_some() && next_unit.is_none();
-        let media = next_unit.map_or(f64::from(self.cfg.params.media_bytes), |n| n as f64);
+        let media = next_unit.map_or_else(|| f64::from(self.synthetic_size()), |n| n as f64);
         let pace = self.cfg.params.pace_to_heads;
         // Seconds until each tree has room (empty without pacing: every
         // tree may go).
@@ -2252,11 +2293,17 @@ impl CelerityPeer {
         // Smooth weighted round robin over the trees that have room, with
         // the share guard (see `Schedule`).
         let room = |i: usize| wait.get(i).is_none_or(|&w| w <= 0.0);
-        let best = self.src.schedule.next(room).unwrap_or(0);
+        // The round robin and the share guard count bytes, in packets of
+        // `media_bytes`: with packets of mixed sizes a count of packets
+        // would give a tree (and its links) more bytes than its share
+        // whenever the sizes fall in step with the turns.
+        let weight = media / f64::from(self.cfg.params.media_bytes);
+        let best = self.src.schedule.next(room, weight).unwrap_or(0);
         let tree = self.src.schedule.trees()[best].0.clone();
         for (u, v) in tree.edges().filter(|&(u, _)| pace && u != self.me) {
             let i = u * self.n + v;
-            let level = self.src.mirror_level(i, media, now);
+            let largest = self.largest[self.me].max(media);
+            let level = self.src.mirror_level(i, largest, now);
             self.src.mirror[i] = (level - media, now);
         }
         let header = DataHeader {
@@ -2272,7 +2319,11 @@ impl CelerityPeer {
         self.src.media_seq = self.src.media_seq.wrapping_add(1);
         let payload = match &mut self.app {
             Some(app) if !padding => app.queue.pop_front().map(|(_, u)| u).unwrap_or_default(),
-            _ => std::mem::take(&mut self.media),
+            _ => {
+                let mut synthetic = std::mem::take(&mut self.media);
+                synthetic.resize(media as usize, 0);
+                synthetic
+            }
         };
         if !padding {
             self.events.push_back(Event::FlowSent {
@@ -2334,9 +2385,14 @@ impl CelerityPeer {
             return;
         }
         let media = payload.len() as f64;
+        // Three of the session's largest packets, not of this one: a
+        // short packet must not cut the bucket down to three short ones
+        // and leave the next full packet without tokens.
+        let largest = self.largest[m].max(media);
+        self.largest[m] = largest;
         let o = &mut self.outgoing[v];
         let rate = o.rates[m] * (1.0 + self.cfg.params.police_slack);
-        let depth = bucket_depth(o.rates[m], media);
+        let depth = bucket_depth(o.rates[m], largest);
         let tokens = bucket_level(o.bucket[m], rate, depth, now);
         if tokens < media {
             o.bucket[m] = (tokens, now);
@@ -2508,7 +2564,22 @@ impl CelerityPeer {
         self.set(Timer::Liveness, Some(now + Duration::from_secs(1)));
     }
 
-    fn measure(&mut self, u: usize, now: Time, link: LinkHeader, full: bool) {
+    /// Account a packet that arrived over the link from `u`: its hop
+    /// sequence number (loss) and one-way delay (queue). `data` is a data
+    /// packet's media length (0 for a repair, `None` for control).
+    ///
+    /// The base delay of data packets is their minimum one-way delay, and
+    /// a queue sample is a packet's delay over it, so with packets of
+    /// mixed sizes every packet longer than the shortest would count its
+    /// extra serialisation as queue (a whole packet time per hop for full
+    /// video packets beside short ones). A data packet shorter than the
+    /// link's longest is therefore measured as if it were the longest: its
+    /// delay gains the link's data-packet serialisation (see
+    /// [`Incoming::serialisation`]) in proportion to the bytes it lacks.
+    /// With one size, as from the simulator's default source, nothing
+    /// changes.
+    fn measure(&mut self, u: usize, now: Time, link: LinkHeader, data: Option<usize>) {
+        let full = data.is_some();
         let inc = &mut self.incoming[u];
         match inc.next_seq {
             Some(e) => {
@@ -2524,7 +2595,13 @@ impl CelerityPeer {
                 inc.next_seq = Some(link.hop_seq.wrapping_add(1));
             }
         }
-        let owd = f64::from(micros(now).wrapping_sub(link.hop_ts_us) as i32) / 1e6;
+        let mut owd = f64::from(micros(now).wrapping_sub(link.hop_ts_us) as i32) / 1e6;
+        if let Some(len) = data.filter(|&len| len > 0) {
+            inc.longest = inc.longest.max(len);
+            if len < inc.longest {
+                owd += inc.serialisation() * (inc.longest - len) as f64 / inc.longest as f64;
+            }
+        }
         let q = inc.base[usize::from(full)].sample(now, owd);
         inc.qsamples.push(q);
         inc.last_ts = Some((link.hop_ts_us, now));
@@ -2771,7 +2848,7 @@ impl Endpoint for CelerityPeer {
         }
         match packet {
             Packet::Control { link, control } => {
-                self.measure(u, now, link, false);
+                self.measure(u, now, link, None);
                 for c in control {
                     self.on_control(u, now, c);
                 }
@@ -2782,7 +2859,7 @@ impl Endpoint for CelerityPeer {
                 control,
                 media,
             } => {
-                self.measure(u, now, link, true);
+                self.measure(u, now, link, Some(media.len()));
                 let age = age_since(now, header.origin_ts_us).as_secs_f64();
                 let late = self.cfg.params.late_forecast
                     && age + self.delay_below(&header.entries) > self.forecast_limit();
@@ -2796,7 +2873,7 @@ impl Endpoint for CelerityPeer {
                 self.on_data_packet(u, now, link.hop_seq, header, media);
             }
             Packet::Repair { link, symbol } => {
-                self.measure(u, now, link, true);
+                self.measure(u, now, link, Some(0));
                 self.on_repair(u, now, symbol);
             }
         }

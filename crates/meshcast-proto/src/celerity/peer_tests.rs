@@ -933,6 +933,27 @@ fn dropped_packets_are_reported_with_their_cause() {
     assert!(p.poll_transmit(now).is_some());
 }
 
+/// Peer 0 of three as the head of link 0 → 1 for session 2 at `rate`
+/// kbit/s, its bucket full with three full packets (as after a while at
+/// the rate), and a header of session 2's for it to forward.
+fn head_of_session_2(c: CelerityConfig, rate: f64) -> (CelerityPeer, DataHeader) {
+    let mut p = CelerityPeer::new(c).unwrap();
+    p.present[1] = true;
+    p.outgoing[1].rates[2] = rate;
+    p.outgoing[1].bucket[2] = (3.0 * 1400.0, Time::ZERO);
+    let header = DataHeader {
+        session: 2,
+        media_seq: 0,
+        origin_ts_us: 0,
+        uprime: 0.1,
+        relay_side: 0b111,
+        recv_side: 0b111,
+        entries: Vec::new(),
+        padding: false,
+    };
+    (p, header)
+}
+
 /// The policing slack (`CelerityParams::police_slack`): a head with a
 /// session's rate of 112 kbit/s on a link (ten 1400-byte packets a second)
 /// passes packets offered 5% faster for a minute with the default slack of
@@ -943,20 +964,7 @@ fn the_policing_slack_passes_swings_about_the_rate_not_a_sustained_excess() {
     let drops = |slack: f64, faster: f64| {
         let mut c = cfg(3, 0);
         c.params.police_slack = slack;
-        let mut p = CelerityPeer::new(c).unwrap();
-        p.present[1] = true;
-        p.outgoing[1].rates[2] = 112.0;
-        p.outgoing[1].bucket[2] = (3.0 * 1400.0, Time::ZERO);
-        let header = DataHeader {
-            session: 2,
-            media_seq: 0,
-            origin_ts_us: 0,
-            uprime: 0.1,
-            relay_side: 0b111,
-            recv_side: 0b111,
-            entries: Vec::new(),
-            padding: false,
-        };
+        let (mut p, header) = head_of_session_2(c, 112.0);
         let gap = 0.1 / faster;
         let mut t = 0.0;
         while t < 60.0 {
@@ -1303,4 +1311,69 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     assert!(after(&mutualcast, false, 0.002) < 100.0);
     // 150 ms of propagation leaves 0.2 × 30 ms = 6 ms: under the queue.
     assert!(after(&c, false, 0.150) < 100.0);
+}
+
+/// Packets of mixed sizes at a head (docs/celerity.md, "Packets of mixed
+/// sizes"): the bucket holds three of the session's largest packets, so a
+/// short packet does not cut it down to three short ones. At 28 kbit/s
+/// (half a second is 1750 bytes) two full packets right after a 300-byte
+/// one pass as they do after a full one.
+#[test]
+fn a_short_packet_does_not_shrink_a_heads_bucket() {
+    let policed = |first: usize| {
+        let (mut p, header) = head_of_session_2(cfg(3, 0), 28.0);
+        let now = Time::from_secs(1);
+        p.direct[1] = Some(now);
+        // Session 2's packets have been full ones.
+        p.largest[2] = 1400.0;
+        for len in [first, 1400, 1400] {
+            p.send_data(now, 1, &header, Vec::new(), &vec![0u8; len]);
+            while p.poll_transmit(now).is_some() {}
+        }
+        p.counters().shaped
+    };
+    assert_eq!(policed(1400), 0);
+    assert_eq!(policed(300), 0);
+}
+
+/// A tail measures a data packet shorter than the link's longest as if it
+/// were the longest (docs/celerity.md, "Packets of mixed sizes"): over a
+/// link without a queue whose full packets take 20 ms more than control
+/// packets, full packets mixed with 300-byte ones measure no queue, and
+/// the short ones none either.
+#[test]
+fn packets_of_mixed_sizes_measure_no_queue_on_an_idle_link() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    let mut seq = 0u16;
+    let mut arrive = |p: &mut CelerityPeer, sent_ms: u64, extra_ms: f64, data: Option<usize>| {
+        let sent = Time::from_millis(sent_ms);
+        let link = LinkHeader {
+            hop_seq: seq,
+            hop_ts_us: micros(sent),
+        };
+        seq = seq.wrapping_add(1);
+        let now = sent + Duration::from_secs_f64((10.0 + extra_ms) / 1e3);
+        p.measure(1, now, link, data);
+    };
+    // 10 ms of propagation; a data packet's serialisation is 20 ms per
+    // 1400 bytes, a control packet's none to speak of.
+    let serialisation = |len: usize| 20.0 * len as f64 / 1400.0;
+    for k in 0..50u64 {
+        arrive(&mut p, 100 * k, 0.0, None);
+        arrive(&mut p, 100 * k + 10, serialisation(1400), Some(1400));
+        arrive(&mut p, 100 * k + 20, serialisation(300), Some(300));
+    }
+    p.incoming[1].qsamples.clear();
+    for k in 50..60u64 {
+        arrive(&mut p, 100 * k + 10, serialisation(1400), Some(1400));
+        arrive(&mut p, 100 * k + 20, serialisation(300), Some(300));
+    }
+    let worst = p.incoming[1]
+        .qsamples
+        .iter()
+        .fold(0.0f64, |w, &q| w.max(q.abs()));
+    // Within the short packets' own share of the serialisation, which the
+    // normalisation leaves out (their bytes against the control packets').
+    assert!(worst < 5e-3, "{:?}", p.incoming[1].qsamples);
+    assert!((p.incoming[1].serialisation() - 0.020).abs() < 1e-3);
 }

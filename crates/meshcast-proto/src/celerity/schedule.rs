@@ -12,10 +12,11 @@
 //! the link's rate and drops the excess, and the packet is lost to the
 //! whole subtree below (docs/celerity.md, "The share guard").
 //!
-//! The share guard keeps a credit per overlay link, in packets, that
-//! survives repacks: every packet sent adds each link's packed share (the
-//! rate of the trees through it over the total), the link of every edge of
-//! the tree the packet goes down pays one. The round robin picks among the
+//! The share guard keeps a credit per overlay link, in packets (of the
+//! usual size: see `Schedule::next`), that survives repacks: every packet
+//! sent adds each link's packed share (the rate of the trees through it
+//! over the total), the link of every edge of the tree the packet goes down
+//! pays one. The round robin picks among the
 //! trees whose every link's credit is above `−guard` (a link that ran more
 //! than `guard` packets ahead of its share sits out until its share
 //! catches up); only if no tree qualifies does it pick as before. Credits
@@ -117,8 +118,13 @@ impl Schedule {
 
     /// The tree the next packet goes down, among those `room` allows (the
     /// first one if it allows none), and its turn taken; `None` without
-    /// trees.
-    pub(crate) fn next(&mut self, room: impl Fn(usize) -> bool) -> Option<usize> {
+    /// trees. `weight` is the packet's size in the session's usual packets
+    /// (media bytes over `media_bytes`): the turns and the links' credits
+    /// count bytes, so that packets of mixed sizes give each tree and link
+    /// its share of the bytes, not only of the packets (with sizes that
+    /// fall in step with the turns, a count of packets sends one tree all
+    /// the short ones). With one size the weight is 1.
+    pub(crate) fn next(&mut self, room: impl Fn(usize) -> bool, weight: f64) -> Option<usize> {
         if self.trees.is_empty() {
             return None;
         }
@@ -127,14 +133,14 @@ impl Schedule {
             let cap = guard + 1.0;
             for &(l, s) in &self.shares {
                 let c = &mut self.link_credit[l];
-                *c = (*c + s).clamp(-cap, cap);
+                *c = (*c + s * weight).clamp(-cap, cap);
             }
         }
         let mut plain = None;
         let mut guarded = None;
         let mut total = 0.0;
         for (i, (_, r)) in self.trees.iter().enumerate() {
-            self.credit[i] += r;
+            self.credit[i] += r * weight;
             total += r;
             if !room(i) {
                 continue;
@@ -152,10 +158,10 @@ impl Schedule {
             }
         }
         let best = guarded.or(plain).unwrap_or(0);
-        self.credit[best] -= total;
+        self.credit[best] -= total * weight;
         if guard > 0.0 {
             for &l in &self.tree_links[best] {
-                self.link_credit[l] -= 1.0;
+                self.link_credit[l] -= weight;
             }
         }
         Some(best)
@@ -204,7 +210,7 @@ mod tests {
             if p % every == 0 {
                 s.set_trees(packings[(p / every) % packings.len()].clone());
             }
-            let i = s.next(|_| true).unwrap();
+            let i = s.next(|_| true, 1.0).unwrap();
             let used = s.trees()[i].0.edges().map(|(u, v)| u * n + v).collect();
             log.push((used, s.share()));
         }
@@ -269,7 +275,7 @@ mod tests {
             s.set_trees(trees.clone());
             let mut count = [0usize; 2];
             for _ in 0..400 {
-                count[s.next(|_| true).unwrap()] += 1;
+                count[s.next(|_| true, 1.0).unwrap()] += 1;
             }
             assert_eq!(count, [300, 100], "guard {guard}");
         }
@@ -278,17 +284,44 @@ mod tests {
     #[test]
     fn room_comes_first_and_no_trees_means_no_packet() {
         let mut s = Schedule::new(4, 3.0);
-        assert_eq!(s.next(|_| true), None);
+        assert_eq!(s.next(|_| true, 1.0), None);
         s.set_trees(vec![
             (tree(&[1, 2, 3], &[]), 300.0),
             (tree(&[1], &[(1, 2), (1, 3)]), 100.0),
         ]);
         for _ in 0..10 {
-            assert_eq!(s.next(|i| i == 1), Some(1));
+            assert_eq!(s.next(|i| i == 1, 1.0), Some(1));
         }
         // A link no tree uses any more forgets its credit.
         s.set_trees(vec![(tree(&[1, 2, 3], &[]), 300.0)]);
         assert_eq!(s.link_credit[2 * 4 + 3], 0.0);
-        assert_eq!(s.next(|_| true), Some(0));
+        assert_eq!(s.next(|_| true, 1.0), Some(0));
+    }
+
+    /// With packets of mixed sizes the turns count bytes: two trees of
+    /// equal rates whose turns fall in step with a cycle of a full and a
+    /// 300-byte packet each carry half of the bytes, where counting
+    /// packets would give one tree every full packet.
+    #[test]
+    fn turns_count_bytes_with_packets_of_mixed_sizes() {
+        let bytes = |weighted: bool| {
+            let mut s = Schedule::new(4, 2.0);
+            s.set_trees(vec![
+                (tree(&[1, 2, 3], &[]), 50.0),
+                (tree(&[2], &[(2, 1), (2, 3)]), 50.0),
+            ]);
+            let mut carried = [0.0f64; 2];
+            for p in 0..1000 {
+                let size = if p % 2 == 0 { 1400.0 } else { 300.0 };
+                let weight = if weighted { size / 1400.0 } else { 1.0 };
+                carried[s.next(|_| true, weight).unwrap()] += size;
+            }
+            carried[0] / (carried[0] + carried[1])
+        };
+        let even = bytes(true);
+        assert!((even - 0.5).abs() < 0.01, "{even}");
+        // The count of packets alone: one tree takes every full packet.
+        let skewed = bytes(false);
+        assert!((skewed - 0.5).abs() > 0.3, "{skewed}");
     }
 }
