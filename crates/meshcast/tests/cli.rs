@@ -981,12 +981,9 @@ fn celerity_packets_of_mixed_sizes_are_neither_policed_nor_taken_for_queue() {
     let sessions = ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"];
     let (ratio, loss) = worst_of(&s, &sessions, 100, of_optimum);
     assert!(ratio >= 0.8 && loss <= 0.06, "{ratio}, {loss}");
-    let policed: f64 = s["flows"]
-        .as_array()
-        .unwrap()
+    let policed: f64 = sessions
         .iter()
-        .filter(|f| f["kind"] == "session")
-        .map(|f| num(&f["windows"][0]["dropped"]["policed"]))
+        .map(|p| num(&window(flow(&s, p), 100)["dropped"]["policed"]))
         .sum();
     assert!(policed < 100.0, "{policed}");
     let text = std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();

@@ -2300,9 +2300,9 @@ impl CelerityPeer {
         let weight = media / f64::from(self.cfg.params.media_bytes);
         let best = self.src.schedule.next(room, weight).unwrap_or(0);
         let tree = self.src.schedule.trees()[best].0.clone();
+        let largest = self.largest[self.me].max(media);
         for (u, v) in tree.edges().filter(|&(u, _)| pace && u != self.me) {
             let i = u * self.n + v;
-            let largest = self.largest[self.me].max(media);
             let level = self.src.mirror_level(i, largest, now);
             self.src.mirror[i] = (level - media, now);
         }
