@@ -54,6 +54,11 @@ impl BaseDelay {
         self.min.is_finite().then_some(self.min)
     }
 
+    /// How far `owd` is above the windowed minimum, without recording it.
+    pub(super) fn excess(&self, owd: f64) -> f64 {
+        (owd - self.base().unwrap_or(owd)).max(0.0)
+    }
+
     /// Record a delay of `owd` seconds and return how far it is above the
     /// windowed minimum (the queuing delay).
     pub(super) fn sample(&mut self, now: Time, owd: f64) -> f64 {
@@ -68,7 +73,7 @@ impl BaseDelay {
         }
         self.mins[self.head] = self.mins[self.head].min(owd);
         self.min = self.mins.iter().copied().fold(f64::INFINITY, f64::min);
-        (owd - self.base().unwrap_or(owd)).max(0.0)
+        self.excess(owd)
     }
 }
 

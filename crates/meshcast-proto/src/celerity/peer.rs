@@ -2576,8 +2576,20 @@ impl CelerityPeer {
     /// link's longest is therefore measured as if it were the longest: its
     /// delay gains the link's data-packet serialisation (see
     /// [`Incoming::serialisation`]) in proportion to the bytes it lacks.
-    /// With one size, as from the simulator's default source, nothing
-    /// changes.
+    ///
+    /// Only the longest packets set the data base unaided. A packet longer
+    /// than any before starts it afresh: what it held was shorter packets'
+    /// delay, which would read every longer packet's extra serialisation
+    /// as queue for the base's ten minutes (the first data packet on a
+    /// link is as often a short one as a full one). A packet under half
+    /// the longest, or any shorter one before a control packet has given
+    /// the serialisation, is measured against the base but does not lower
+    /// it: its normalisation is mostly the estimate, and an estimate too
+    /// low (a control base read behind a queue) would lower the base,
+    /// which lowers the estimate again. Packets of at least half the
+    /// longest still do, so a source of spread sizes (speech) keeps its
+    /// base fresh. With one size, as from the simulator's default source,
+    /// nothing changes.
     fn measure(&mut self, u: usize, now: Time, link: LinkHeader, data: Option<usize>) {
         let full = data.is_some();
         let inc = &mut self.incoming[u];
@@ -2596,13 +2608,26 @@ impl CelerityPeer {
             }
         }
         let mut owd = f64::from(micros(now).wrapping_sub(link.hop_ts_us) as i32) / 1e6;
+        let mut learn = true;
         if let Some(len) = data.filter(|&len| len > 0) {
-            inc.longest = inc.longest.max(len);
+            if len > inc.longest {
+                // The data base so far is shorter packets' delay.
+                if inc.longest > 0 {
+                    inc.base[1] = BaseDelay::default();
+                }
+                inc.longest = len;
+            }
             if len < inc.longest {
                 owd += inc.serialisation() * (inc.longest - len) as f64 / inc.longest as f64;
+                learn = 2 * len >= inc.longest && inc.base[0].base().is_some();
             }
         }
-        let q = inc.base[usize::from(full)].sample(now, owd);
+        let base = &mut inc.base[usize::from(full)];
+        let q = if learn {
+            base.sample(now, owd)
+        } else {
+            base.excess(owd)
+        };
         inc.qsamples.push(q);
         inc.last_ts = Some((link.hop_ts_us, now));
     }

@@ -1340,40 +1340,48 @@ fn a_short_packet_does_not_shrink_a_heads_bucket() {
 /// were the longest (docs/celerity.md, "Packets of mixed sizes"): over a
 /// link without a queue whose full packets take 20 ms more than control
 /// packets, full packets mixed with 300-byte ones measure no queue, and
-/// the short ones none either.
+/// the short ones none either. So too when the link's first data packet
+/// is a short one, and when data packets come before any control packet
+/// has given the serialisation.
 #[test]
 fn packets_of_mixed_sizes_measure_no_queue_on_an_idle_link() {
-    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
-    let mut seq = 0u16;
-    let mut arrive = |p: &mut CelerityPeer, sent_ms: u64, extra_ms: f64, data: Option<usize>| {
-        let sent = Time::from_millis(sent_ms);
-        let link = LinkHeader {
-            hop_seq: seq,
-            hop_ts_us: micros(sent),
-        };
-        seq = seq.wrapping_add(1);
-        let now = sent + Duration::from_secs_f64((10.0 + extra_ms) / 1e3);
-        p.measure(1, now, link, data);
-    };
     // 10 ms of propagation; a data packet's serialisation is 20 ms per
     // 1400 bytes, a control packet's none to speak of.
     let serialisation = |len: usize| 20.0 * len as f64 / 1400.0;
-    for k in 0..50u64 {
-        arrive(&mut p, 100 * k, 0.0, None);
-        arrive(&mut p, 100 * k + 10, serialisation(1400), Some(1400));
-        arrive(&mut p, 100 * k + 20, serialisation(300), Some(300));
-    }
-    p.incoming[1].qsamples.clear();
-    for k in 50..60u64 {
-        arrive(&mut p, 100 * k + 10, serialisation(1400), Some(1400));
-        arrive(&mut p, 100 * k + 20, serialisation(300), Some(300));
-    }
-    let worst = p.incoming[1]
-        .qsamples
-        .iter()
-        .fold(0.0f64, |w, &q| w.max(q.abs()));
+    let worst = |sizes: [usize; 2], control_from: u64| {
+        let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+        let mut seq = 0u16;
+        let mut arrive = |p: &mut CelerityPeer, sent_ms: u64, data: Option<usize>| {
+            let sent = Time::from_millis(sent_ms);
+            let link = LinkHeader {
+                hop_seq: seq,
+                hop_ts_us: micros(sent),
+            };
+            seq = seq.wrapping_add(1);
+            let extra = data.map_or(0.0, serialisation);
+            let now = sent + Duration::from_secs_f64((10.0 + extra) / 1e3);
+            p.measure(1, now, link, data);
+        };
+        for k in 0..60u64 {
+            if k == 50 {
+                p.incoming[1].qsamples.clear();
+            }
+            if k >= control_from && k < 50 {
+                arrive(&mut p, 100 * k, None);
+            }
+            arrive(&mut p, 100 * k + 10, Some(sizes[0]));
+            arrive(&mut p, 100 * k + 20, Some(sizes[1]));
+        }
+        assert!((p.incoming[1].serialisation() - 0.020).abs() < 1e-3);
+        p.incoming[1]
+            .qsamples
+            .iter()
+            .fold(0.0f64, |w, &q| w.max(q.abs()))
+    };
     // Within the short packets' own share of the serialisation, which the
     // normalisation leaves out (their bytes against the control packets').
-    assert!(worst < 5e-3, "{:?}", p.incoming[1].qsamples);
-    assert!((p.incoming[1].serialisation() - 0.020).abs() < 1e-3);
+    for (sizes, control_from) in [([1400, 300], 0), ([300, 1400], 0), ([1400, 300], 10)] {
+        let w = worst(sizes, control_from);
+        assert!(w < 5e-3, "{sizes:?}, control from {control_from}: {w}");
+    }
 }
