@@ -59,9 +59,10 @@ impl BaseDelay {
         (owd - self.base().unwrap_or(owd)).max(0.0)
     }
 
-    /// Record a delay of `owd` seconds and return how far it is above the
-    /// windowed minimum (the queuing delay).
-    pub(super) fn sample(&mut self, now: Time, owd: f64) -> f64 {
+    /// Move the window on to `now`: the minutes that have left it are
+    /// forgotten, recorded or not (a caller that only compares delays
+    /// with [`BaseDelay::excess`] still ages the base).
+    pub(super) fn advance(&mut self, now: Time) {
         let since = *self.since.get_or_insert(now);
         let elapsed = now.saturating_since(since).as_nanos() / BUCKET.as_nanos();
         if elapsed > 0 {
@@ -70,9 +71,16 @@ impl BaseDelay {
                 self.mins[self.head] = f64::INFINITY;
             }
             self.since = Some(since + Duration::from_nanos(elapsed * BUCKET.as_nanos()));
+            self.min = self.mins.iter().copied().fold(f64::INFINITY, f64::min);
         }
+    }
+
+    /// Record a delay of `owd` seconds and return how far it is above the
+    /// windowed minimum (the queuing delay).
+    pub(super) fn sample(&mut self, now: Time, owd: f64) -> f64 {
+        self.advance(now);
         self.mins[self.head] = self.mins[self.head].min(owd);
-        self.min = self.mins.iter().copied().fold(f64::INFINITY, f64::min);
+        self.min = self.min.min(owd);
         self.excess(owd)
     }
 }

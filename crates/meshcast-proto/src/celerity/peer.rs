@@ -695,9 +695,9 @@ struct Incoming {
     /// Separate bases for small (control) and full (data) packets: the
     /// serialisation time differs by size class.
     base: [BaseDelay; 2],
-    /// The largest data packet's media seen on the link, bytes: shorter
-    /// data packets' one-way delays are measured as if they were this
-    /// long (see [`CelerityPeer::measure`]).
+    /// The largest data packet's media seen on the link within the data
+    /// base's window, bytes: shorter data packets' one-way delays are
+    /// measured as if they were this long (see [`CelerityPeer::measure`]).
     longest: usize,
     /// The interval's queuing delays, one per packet of either size class:
     /// their mean is the interval's queuing delay, their lower quartile
@@ -2581,7 +2581,10 @@ impl CelerityPeer {
     /// than any before starts it afresh: what it held was shorter packets'
     /// delay, which would read every longer packet's extra serialisation
     /// as queue for the base's ten minutes (the first data packet on a
-    /// link is as often a short one as a full one). A packet under half
+    /// link is as often a short one as a full one). So does any packet
+    /// once the base has left its window: the longest is the longest of
+    /// the window (a source that stops its video keeps measuring its
+    /// audio). A packet under half
     /// the longest, or any shorter one before a control packet has given
     /// the serialisation, is measured against the base but does not lower
     /// it: its normalisation is mostly the estimate, and an estimate too
@@ -2610,11 +2613,11 @@ impl CelerityPeer {
         let mut owd = f64::from(micros(now).wrapping_sub(link.hop_ts_us) as i32) / 1e6;
         let mut learn = true;
         if let Some(len) = data.filter(|&len| len > 0) {
-            if len > inc.longest {
-                // The data base so far is shorter packets' delay.
-                if inc.longest > 0 {
-                    inc.base[1] = BaseDelay::default();
-                }
+            inc.base[1].advance(now);
+            if len > inc.longest || inc.base[1].base().is_none() {
+                // The data base so far is shorter packets' delay, or has
+                // left the window with the packets that set it.
+                inc.base[1] = BaseDelay::default();
                 inc.longest = len;
             }
             if len < inc.longest {

@@ -1313,6 +1313,51 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     assert!(after(&c, false, 0.150) < 100.0);
 }
 
+/// A tail's data base is the window's (docs/celerity.md, "The data base
+/// with mixed sizes"): when a link's full packets stop (a source turns its
+/// video off) and the path's delay then changes, the short packets left
+/// are measured against their own delay once the full packets' base has
+/// left its ten minutes, not against the old one for good.
+#[test]
+fn a_tail_forgets_the_full_packets_of_a_window_past() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    let mut seq = 0u16;
+    let mut arrive = |p: &mut CelerityPeer, sent: Time, delay_ms: f64, data: Option<usize>| {
+        let link = LinkHeader {
+            hop_seq: seq,
+            hop_ts_us: micros(sent),
+        };
+        seq = seq.wrapping_add(1);
+        // 20 ms of serialisation per 1400 bytes.
+        let extra = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
+        p.measure(
+            1,
+            sent + Duration::from_secs_f64((delay_ms + extra) / 1e3),
+            link,
+            data,
+        );
+    };
+    // A minute of full and short packets over 10 ms of propagation, then
+    // eleven of short ones only, over 40 ms.
+    for k in 0..720 * 10u64 {
+        let t = Time::from_millis(100 * k);
+        let (delay, sizes): (f64, &[usize]) = if k < 600 {
+            (10.0, &[1400, 300])
+        } else {
+            (40.0, &[300])
+        };
+        arrive(&mut p, t, delay, None);
+        for &len in sizes {
+            arrive(&mut p, t + Duration::from_millis(10), delay, Some(len));
+        }
+        if k == 715 * 10 {
+            p.incoming[1].qsamples.clear();
+        }
+    }
+    let worst = p.incoming[1].qsamples.iter().fold(0.0f64, |w, &q| w.max(q));
+    assert!(worst < 1e-3, "{:?}", p.incoming[1].qsamples);
+}
+
 /// Packets of mixed sizes at a head (docs/celerity.md, "Packets of mixed
 /// sizes"): the bucket holds three of the session's largest packets, so a
 /// short packet does not cut it down to three short ones. At 28 kbit/s
