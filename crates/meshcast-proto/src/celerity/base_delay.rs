@@ -75,6 +75,15 @@ impl BaseDelay {
         }
     }
 
+    /// Raise every minute's minimum by `by` seconds (the delays were of
+    /// shorter packets than the ones to come).
+    pub(super) fn raise(&mut self, by: f64) {
+        for m in &mut self.mins {
+            *m += by;
+        }
+        self.min += by;
+    }
+
     /// Record a delay of `owd` seconds and return how far it is above the
     /// windowed minimum (the queuing delay).
     pub(super) fn sample(&mut self, now: Time, owd: f64) -> f64 {

@@ -2577,14 +2577,19 @@ impl CelerityPeer {
     /// delay gains the link's data-packet serialisation (see
     /// [`Incoming::serialisation`]) in proportion to the bytes it lacks.
     ///
-    /// Only the longest packets set the data base unaided. A packet longer
-    /// than any before starts it afresh: what it held was shorter packets'
-    /// delay, which would read every longer packet's extra serialisation
-    /// as queue for the base's ten minutes (the first data packet on a
-    /// link is as often a short one as a full one). So does any packet
-    /// once the base has left its window: the longest is the longest of
-    /// the window (a source that stops its video keeps measuring its
-    /// audio). A packet under half
+    /// Only the longest packets set the data base unaided. A packet more
+    /// than twice as long as any before starts it afresh: what it held was
+    /// much shorter packets' delay, which would read every longer packet's
+    /// extra serialisation as queue for the base's ten minutes (the first
+    /// data packet on a link is as often a short one as a full one). A
+    /// packet longer than any before but at most twice as long raises the
+    /// base instead by the serialisation of the bytes it adds (the old
+    /// minimum normalised to the new longest, as a packet at least half
+    /// the longest is): sizes that creep up would otherwise start the base
+    /// afresh again and again, each time reading the queue of the moment
+    /// as base. Any packet starts it afresh once the base has left its
+    /// window: the longest is the longest of the window (a source that
+    /// stops its video keeps measuring its audio). A packet under half
     /// the longest, or any shorter one before a control packet has given
     /// the serialisation, is measured against the base but does not lower
     /// it: its normalisation is mostly the estimate, and an estimate too
@@ -2614,9 +2619,16 @@ impl CelerityPeer {
         let mut learn = true;
         if let Some(len) = data.filter(|&len| len > 0) {
             inc.base[1].advance(now);
-            if len > inc.longest || inc.base[1].base().is_none() {
-                // The data base so far is shorter packets' delay, or has
-                // left the window with the packets that set it.
+            let known = inc.base[0].base().is_some() && inc.base[1].base().is_some();
+            if len > inc.longest && len <= 2 * inc.longest && known {
+                // The base so far is of packets at least half as long:
+                // normalised to the new longest, as they would be now.
+                let more = inc.serialisation() * (len - inc.longest) as f64 / inc.longest as f64;
+                inc.base[1].raise(more);
+                inc.longest = len;
+            } else if len > inc.longest || inc.base[1].base().is_none() {
+                // The data base so far is much shorter packets' delay, or
+                // has left the window with the packets that set it.
                 inc.base[1] = BaseDelay::default();
                 inc.longest = len;
             }

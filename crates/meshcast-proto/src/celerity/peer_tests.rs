@@ -1313,6 +1313,21 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     assert!(after(&c, false, 0.150) < 100.0);
 }
 
+/// A packet over the link from member 1 to `p`, sent at `sent` with a
+/// hop sequence number from `seq`: it takes `delay_ms` (propagation and
+/// any queue) plus, for a data packet, 20 ms of serialisation per 1400
+/// bytes of media (a control packet's is none to speak of).
+fn tail_hears(p: &mut CelerityPeer, seq: &mut u16, sent: Time, delay_ms: f64, data: Option<usize>) {
+    let link = LinkHeader {
+        hop_seq: *seq,
+        hop_ts_us: micros(sent),
+    };
+    *seq = seq.wrapping_add(1);
+    let serialisation = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
+    let delay = Duration::from_secs_f64((delay_ms + serialisation) / 1e3);
+    p.measure(1, sent + delay, link, data);
+}
+
 /// A tail's data base is the window's (docs/celerity.md, "The data base
 /// with mixed sizes"): when a link's full packets stop (a source turns its
 /// video off) and the path's delay then changes, the short packets left
@@ -1322,21 +1337,6 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
 fn a_tail_forgets_the_full_packets_of_a_window_past() {
     let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
     let mut seq = 0u16;
-    let mut arrive = |p: &mut CelerityPeer, sent: Time, delay_ms: f64, data: Option<usize>| {
-        let link = LinkHeader {
-            hop_seq: seq,
-            hop_ts_us: micros(sent),
-        };
-        seq = seq.wrapping_add(1);
-        // 20 ms of serialisation per 1400 bytes.
-        let extra = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
-        p.measure(
-            1,
-            sent + Duration::from_secs_f64((delay_ms + extra) / 1e3),
-            link,
-            data,
-        );
-    };
     // A minute of full and short packets over 10 ms of propagation, then
     // eleven of short ones only, over 40 ms.
     for k in 0..720 * 10u64 {
@@ -1346,9 +1346,10 @@ fn a_tail_forgets_the_full_packets_of_a_window_past() {
         } else {
             (40.0, &[300])
         };
-        arrive(&mut p, t, delay, None);
+        tail_hears(&mut p, &mut seq, t, delay, None);
+        let t = t + Duration::from_millis(10);
         for &len in sizes {
-            arrive(&mut p, t + Duration::from_millis(10), delay, Some(len));
+            tail_hears(&mut p, &mut seq, t, delay, Some(len));
         }
         if k == 715 * 10 {
             p.incoming[1].qsamples.clear();
@@ -1356,6 +1357,37 @@ fn a_tail_forgets_the_full_packets_of_a_window_past() {
     }
     let worst = p.incoming[1].qsamples.iter().fold(0.0f64, |w, &q| w.max(q));
     assert!(worst < 1e-3, "{:?}", p.incoming[1].qsamples);
+}
+
+/// Sizes that creep up (docs/celerity.md, "The data base with mixed
+/// sizes"): a link whose 700-byte packets have shown its base, then
+/// carries a standing 10-ms queue while its packets grow by 10 bytes a
+/// second to 1400, still reads the queue. Each new longest packet raises
+/// the base by its added bytes' serialisation instead of starting it
+/// afresh behind the queue (which would read none).
+#[test]
+fn sizes_that_creep_up_keep_a_tails_queue_in_sight() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    let mut seq = 0u16;
+    for k in 0..900u64 {
+        let t = Time::from_millis(100 * k);
+        let (queue, len) = if k < 100 {
+            (0.0, 700)
+        } else {
+            (10.0, (700 + 10 * (k as usize - 100) / 10).min(1400))
+        };
+        // 10 ms of propagation.
+        tail_hears(&mut p, &mut seq, t, 10.0 + queue, None);
+        let t = t + Duration::from_millis(10);
+        tail_hears(&mut p, &mut seq, t, 10.0 + queue, Some(len));
+        if k == 880 {
+            p.incoming[1].qsamples.clear();
+        }
+    }
+    assert_eq!(p.incoming[1].longest, 1400);
+    for &q in &p.incoming[1].qsamples {
+        assert!((q - 0.010).abs() < 1e-3, "{:?}", p.incoming[1].qsamples);
+    }
 }
 
 /// Packets of mixed sizes at a head (docs/celerity.md, "Packets of mixed
@@ -1390,22 +1422,12 @@ fn a_short_packet_does_not_shrink_a_heads_bucket() {
 /// has given the serialisation.
 #[test]
 fn packets_of_mixed_sizes_measure_no_queue_on_an_idle_link() {
-    // 10 ms of propagation; a data packet's serialisation is 20 ms per
-    // 1400 bytes, a control packet's none to speak of.
-    let serialisation = |len: usize| 20.0 * len as f64 / 1400.0;
     let worst = |sizes: [usize; 2], control_from: u64| {
         let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
         let mut seq = 0u16;
+        // 10 ms of propagation.
         let mut arrive = |p: &mut CelerityPeer, sent_ms: u64, data: Option<usize>| {
-            let sent = Time::from_millis(sent_ms);
-            let link = LinkHeader {
-                hop_seq: seq,
-                hop_ts_us: micros(sent),
-            };
-            seq = seq.wrapping_add(1);
-            let extra = data.map_or(0.0, serialisation);
-            let now = sent + Duration::from_secs_f64((10.0 + extra) / 1e3);
-            p.measure(1, now, link, data);
+            tail_hears(p, &mut seq, Time::from_millis(sent_ms), 10.0, data);
         };
         for k in 0..60u64 {
             if k == 50 {
