@@ -559,7 +559,12 @@ pub const MAX_APP_MEDIA: usize = 1400;
 /// what arrived for the application.
 #[derive(Debug, Default)]
 struct AppMedia {
-    /// Units waiting to be sent, with when they were handed over.
+    /// Units waiting to be sent, with when they were handed over: a
+    /// unit's data packet carries that as its origin, so the delay bound
+    /// that relays and receivers judge it by counts its wait here for the
+    /// rate (an encoder's frame comes in a burst the rate spreads out),
+    /// and the delay bound is end to end, from the application's hand-over
+    /// to the delivery.
     queue: VecDeque<(Time, Vec<u8>)>,
     /// Units that arrived, with their session.
     arrived: VecDeque<(usize, Vec<u8>)>,
@@ -2241,7 +2246,7 @@ impl CelerityPeer {
                     self.counters.stale_media += 1;
                 }
                 match app.queue.front() {
-                    Some((_, unit)) => Some(unit.len()),
+                    Some((handed, unit)) => Some((*handed, unit.len())),
                     None if !app.started => None,
                     None => {
                         self.set(Timer::Send, None);
@@ -2263,7 +2268,10 @@ impl CelerityPeer {
         // the share guard (see `Schedule`) keeps each link near its share
         // and never waits.
         let padding = self.app.is_some() && next_unit.is_none();
-        let media = next_unit.map_or_else(|| f64::from(self.synthetic_size()), |n| n as f64);
+        let media = next_unit.map_or_else(|| f64::from(self.synthetic_size()), |(_, n)| n as f64);
+        // The delay bound counts from when the application handed the unit
+        // over (see `AppMedia::queue`).
+        let origin = next_unit.map_or(now, |(handed, _)| handed);
         let pace = self.cfg.params.pace_to_heads;
         // Seconds until each tree has room (empty without pacing: every
         // tree may go).
@@ -2309,7 +2317,7 @@ impl CelerityPeer {
         let header = DataHeader {
             session: self.me as u8,
             media_seq: self.src.media_seq,
-            origin_ts_us: micros(now),
+            origin_ts_us: micros(origin),
             uprime: self.src.uprime as f32,
             relay_side: self.src.relay_side,
             recv_side: self.src.recv_side,

@@ -1135,7 +1135,10 @@ fn application_media_goes_through_unchanged_and_padding_stays_inside() {
 }
 
 /// A burst the session's rate cannot carry within the delay bound loses
-/// its oldest units at the source, counted, and delivers the rest.
+/// its oldest units at the source, counted, and delivers the rest, each
+/// timed from its hand-over: the receiver's delay is the unit's wait at
+/// the source for the rate and its way through the network, within the
+/// bound.
 #[test]
 fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
     let n = 2;
@@ -1152,6 +1155,7 @@ fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
     let mut events = Vec::new();
     let mut now = Time::ZERO;
     let mut pushed = 0;
+    let mut last_delivery = Duration::ZERO;
     while now < Time::from_secs(10) {
         if now == Time::from_secs(6) {
             // 50 units of 1000 bytes at once: 4 s at 100 kbit/s.
@@ -1161,7 +1165,16 @@ fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
             }
         }
         ideal_step(&mut peers, &mut inflight, now, &mut events);
-        events.clear();
+        for (i, e) in events.drain(..) {
+            if let (1, Event::FlowReceived { sent_at, .. }) = (i, e) {
+                if now >= Time::from_secs(6) {
+                    let burst = Time::from_secs(6);
+                    assert!(sent_at.saturating_since(burst) < Duration::from_micros(2));
+                    assert!(now.saturating_since(burst) <= Duration::from_millis(200));
+                    last_delivery = last_delivery.max(now.saturating_since(burst));
+                }
+            }
+        }
         now += Duration::from_millis(1);
     }
     let stale = peers[0].counters().stale_media;
@@ -1173,6 +1186,8 @@ fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
     assert!(stale >= 40, "stale {stale}");
     assert_eq!(got.len() as u64 + stale, pushed);
     assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+    // The units after the first waited for the rate.
+    assert!(got.len() >= 2 && last_delivery > Duration::from_millis(50));
 }
 
 /// Repairs from the network are checked like any datagram: a malformed

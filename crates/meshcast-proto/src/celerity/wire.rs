@@ -51,7 +51,9 @@ pub struct DataHeader {
     pub session: u8,
     /// The session's media sequence number.
     pub media_seq: u32,
-    /// The source's clock when the media was sent, µs (wrapping).
+    /// The source's clock when the media was sent or, for an application's
+    /// unit, when the application handed it over, µs (wrapping): the delay
+    /// bound counts from it.
     pub origin_ts_us: u32,
     /// `U′(R)` of the session (Algorithm 2 line 10). It travels as an IEEE
     /// half-precision float (0.05% relative precision, saturating at
