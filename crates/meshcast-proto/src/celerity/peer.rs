@@ -560,11 +560,10 @@ pub const MAX_APP_MEDIA: usize = 1400;
 #[derive(Debug, Default)]
 struct AppMedia {
     /// Units waiting to be sent, with when they were handed over: a
-    /// unit's data packet carries that as its origin, so the delay bound
-    /// that relays and receivers judge it by counts its wait here for the
-    /// rate (an encoder's frame comes in a burst the rate spreads out),
-    /// and the delay bound is end to end, from the application's hand-over
-    /// to the delivery.
+    /// unit's data packet carries that as its origin, so its wait here for
+    /// the rate (an encoder's frame comes in a burst the rate spreads out)
+    /// counts in the age relays and receivers judge it by. The delay bound
+    /// is end to end, from the application's hand-over to delivery.
     queue: VecDeque<(Time, Vec<u8>)>,
     /// Units that arrived, with their session.
     arrived: VecDeque<(usize, Vec<u8>)>,
