@@ -471,8 +471,9 @@ pub struct PeerSummary {
     pub duplicates: u64,
     /// Unparsable datagrams.
     pub malformed: u64,
-    /// Media units dropped at this source after waiting past the delay
-    /// bound for the session's rate.
+    /// Media units dropped at this source: they waited for the session's
+    /// rate until they could no longer reach any member within the delay
+    /// bound.
     pub stale_media: u64,
     /// Coded repairs sent (local loss recovery).
     pub repairs_sent: u64,

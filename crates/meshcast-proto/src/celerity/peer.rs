@@ -537,8 +537,9 @@ pub struct PeerCounters {
     pub shaped: u64,
     /// Duplicate data packets.
     pub duplicates: u64,
-    /// Application media dropped at the source: it waited past the delay
-    /// bound for the session's rate to let it go.
+    /// Application media dropped at the source: it waited for the
+    /// session's rate to let it go until it could no longer reach any
+    /// member within the delay bound.
     pub stale_media: u64,
     /// Application media refused: larger than [`MAX_APP_MEDIA`], or handed
     /// over while the peer does not carry application media.
@@ -2233,7 +2234,22 @@ impl CelerityPeer {
         // measures the trees and brings the rate up, so that the rate an
         // encoder is offered is known when it starts. None waiting after
         // that leaves the timer off until a unit is handed over.
-        let bound = self.cfg.params.delay_bound;
+        // A unit is stale once it could reach no member in time: its age and
+        // the shortest one-way delay to a member pass the delay bound. That
+        // delay is the propagation, measured with control packets; data
+        // take longer, so no unit that could still arrive is dropped.
+        let nearest = (0..self.n)
+            .filter(|&m| m != self.me && self.present[m])
+            .filter_map(|m| self.outgoing[m].one_way_delay())
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let bound = Duration::from_nanos(
+            self.cfg
+                .params
+                .delay_bound
+                .as_nanos()
+                .saturating_sub(nearest.as_nanos()),
+        );
         let next_unit = match &mut self.app {
             Some(app) => {
                 while app
