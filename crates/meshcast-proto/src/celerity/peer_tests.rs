@@ -1064,6 +1064,21 @@ fn step_over(
     }
 }
 
+/// `n` peers with application media, capped at `max_kbps`: peer 0 sends
+/// (probing with padding until its application starts), the others only
+/// receive.
+fn app_media_peers(n: usize, max_kbps: f64) -> Vec<CelerityPeer> {
+    (0..n)
+        .map(|me| {
+            let mut c = cfg(n, me);
+            c.params.max_rate = Some(Rate::from_kbps_f64(max_kbps));
+            let mut p = CelerityPeer::new(c).unwrap();
+            p.set_app_media(true, me == 0);
+            p
+        })
+        .collect()
+}
+
 /// Application media: peer 0 probes with padding until its application
 /// starts, then carries exactly the units it is handed, which the two
 /// receive-only peers hand back in order; padding is never delivered or
@@ -1071,15 +1086,7 @@ fn step_over(
 #[test]
 fn application_media_goes_through_unchanged_and_padding_stays_inside() {
     let n = 3;
-    let mut peers: Vec<CelerityPeer> = (0..n)
-        .map(|me| {
-            let mut c = cfg(n, me);
-            c.params.max_rate = Some(Rate::from_kbps_f64(600.0));
-            let mut p = CelerityPeer::new(c).unwrap();
-            p.set_app_media(true, me == 0);
-            p
-        })
-        .collect();
+    let mut peers = app_media_peers(n, 600.0);
     // A peer without application media refuses it.
     let mut plain = CelerityPeer::new(cfg(n, 1)).unwrap();
     assert!(!plain.handle_media(Time::ZERO, &[1, 2, 3]));
@@ -1149,16 +1156,7 @@ fn application_media_goes_through_unchanged_and_padding_stays_inside() {
 #[test]
 fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
     for link_ms in [1, 60] {
-        let n = 2;
-        let mut peers: Vec<CelerityPeer> = (0..n)
-            .map(|me| {
-                let mut c = cfg(n, me);
-                c.params.max_rate = Some(Rate::from_kbps_f64(100.0));
-                let mut p = CelerityPeer::new(c).unwrap();
-                p.set_app_media(true, me == 0);
-                p
-            })
-            .collect();
+        let mut peers = app_media_peers(2, 100.0);
         let mut inflight = Default::default();
         let mut events = Vec::new();
         let mut now = Time::ZERO;
