@@ -7,7 +7,7 @@ use crate::scenario::{EventKind, Locator, Scenario, ScenarioError};
 use meshcast_core::{Duration, NodeId, Rate, Time};
 use meshcast_plan::Model;
 use meshcast_plan::optimum::{self, OptimumError, Problem, Scheme, Utility};
-use meshcast_proto::celerity::CelerityParams;
+use meshcast_proto::celerity::{CelerityParams, MEDIA_BYTES};
 use meshcast_sim::{LinkId, Network, routing};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -232,11 +232,15 @@ pub(crate) fn check(
     if let Some(v) = positive(&raw.cautious_gain, "conference.cautious_gain")? {
         params.cautious_gain = v;
     }
-    if let Some(m) = &raw.media_bytes {
-        params.media_bytes = u32::try_from(*m.get_ref())
+    // A packet's media bytes, within `MEDIA_BYTES`.
+    let media_size = |b: &Spanned<i64>, key: &str, what: &str| {
+        u32::try_from(*b.get_ref())
             .ok()
-            .filter(|b| (16..=1400).contains(b))
-            .ok_or_else(|| loc.err(m.span(), "conference.media_bytes", "must be 16..=1400"))?;
+            .filter(|b| MEDIA_BYTES.contains(b))
+            .ok_or_else(|| loc.err(b.span(), key, what))
+    };
+    if let Some(m) = &raw.media_bytes {
+        params.media_bytes = media_size(m, "conference.media_bytes", "must be 16..=1400")?;
     }
     if let Some(sizes) = &raw.media_sizes {
         if sizes.get_ref().is_empty() {
@@ -249,14 +253,7 @@ pub(crate) fn check(
         params.media_sizes = sizes
             .get_ref()
             .iter()
-            .map(|b| {
-                u32::try_from(*b.get_ref())
-                    .ok()
-                    .filter(|b| (16..=1400).contains(b))
-                    .ok_or_else(|| {
-                        loc.err(b.span(), "conference.media_sizes", "each must be 16..=1400")
-                    })
-            })
+            .map(|b| media_size(b, "conference.media_sizes", "each must be 16..=1400"))
             .collect::<Result<_, _>>()?;
     }
     if let Some(r) = positive(&raw.max_rate_kbps, "conference.max_rate_kbps")? {

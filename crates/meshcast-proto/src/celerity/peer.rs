@@ -556,6 +556,11 @@ pub struct PeerCounters {
 /// packet then still fits a 1500-byte MTU with its headers).
 pub const MAX_APP_MEDIA: usize = 1400;
 
+/// The media bytes a data packet of the built-in source may carry
+/// ([`CelerityParams::media_bytes`], each of
+/// [`CelerityParams::media_sizes`]).
+pub const MEDIA_BYTES: std::ops::RangeInclusive<u32> = 16..=MAX_APP_MEDIA as u32;
+
 /// Application media: what the source's application handed over and
 /// what arrived for the application.
 #[derive(Debug, Default)]
@@ -797,6 +802,12 @@ impl Incoming {
             (Some(small), Some(full)) => (full - small).max(0.0),
             _ => 0.0,
         }
+    }
+
+    /// The serialisation of `bytes` of media over the link's path: the
+    /// longest data packet's ([`Incoming::serialisation`]) in proportion.
+    fn serialisation_of(&self, bytes: usize) -> f64 {
+        self.serialisation() * bytes as f64 / self.longest as f64
     }
 }
 
@@ -1048,10 +1059,10 @@ impl CelerityPeer {
                 "ceiling_exponent must be in (0, 1]".into(),
             ));
         }
-        if p.media_bytes < 16 || p.media_bytes > 1400 {
+        if !MEDIA_BYTES.contains(&p.media_bytes) {
             return Err(ConfigError::Param("media_bytes must be 16..=1400".into()));
         }
-        if p.media_sizes.iter().any(|&b| !(16..=1400).contains(&b)) {
+        if p.media_sizes.iter().any(|b| !MEDIA_BYTES.contains(b)) {
             return Err(ConfigError::Param(
                 "media_sizes must each be 16..=1400".into(),
             ));
@@ -2201,6 +2212,22 @@ impl CelerityPeer {
         }
     }
 
+    /// How long an application's unit may wait here for the rate: until
+    /// it could reach no member in time, its wait and the shortest one-way
+    /// delay to a member passing the delay bound. That delay is the
+    /// propagation, measured with control packets; data take longer, so
+    /// no unit that could still arrive is dropped.
+    fn stale_after(&self) -> Duration {
+        let nearest = self
+            .others()
+            .into_iter()
+            .filter_map(|m| self.outgoing[m].one_way_delay())
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let bound = self.cfg.params.delay_bound.as_nanos();
+        Duration::from_nanos(bound.saturating_sub(nearest.as_nanos()))
+    }
+
     /// The size of the built-in source's next packet (see
     /// [`CelerityParams::media_sizes`]).
     fn synthetic_size(&self) -> u32 {
@@ -2234,28 +2261,17 @@ impl CelerityPeer {
         // measures the trees and brings the rate up, so that the rate an
         // encoder is offered is known when it starts. None waiting after
         // that leaves the timer off until a unit is handed over.
-        // A unit is stale once it could reach no member in time: its age and
-        // the shortest one-way delay to a member pass the delay bound. That
-        // delay is the propagation, measured with control packets; data
-        // take longer, so no unit that could still arrive is dropped.
-        let nearest = (0..self.n)
-            .filter(|&m| m != self.me && self.present[m])
-            .filter_map(|m| self.outgoing[m].one_way_delay())
-            .min()
-            .unwrap_or(Duration::ZERO);
-        let bound = Duration::from_nanos(
-            self.cfg
-                .params
-                .delay_bound
-                .as_nanos()
-                .saturating_sub(nearest.as_nanos()),
-        );
+        let stale_after = if self.app.is_some() {
+            self.stale_after()
+        } else {
+            Duration::ZERO
+        };
         let next_unit = match &mut self.app {
             Some(app) => {
                 while app
                     .queue
                     .front()
-                    .is_some_and(|(t, _)| now.saturating_since(*t) > bound)
+                    .is_some_and(|(t, _)| now.saturating_since(*t) > stale_after)
                 {
                     app.queue.pop_front();
                     self.counters.stale_media += 1;
@@ -2642,11 +2658,12 @@ impl CelerityPeer {
         let mut learn = true;
         if let Some(len) = data.filter(|&len| len > 0) {
             inc.base[1].advance(now);
-            let known = inc.base[0].base().is_some() && inc.base[1].base().is_some();
+            let control_known = inc.base[0].base().is_some();
+            let known = control_known && inc.base[1].base().is_some();
             if len > inc.longest && len <= 2 * inc.longest && known {
                 // The base so far is of packets at least half as long:
                 // normalised to the new longest, as they would be now.
-                let more = inc.serialisation() * (len - inc.longest) as f64 / inc.longest as f64;
+                let more = inc.serialisation_of(len - inc.longest);
                 inc.base[1].raise(more);
                 inc.longest = len;
             } else if len > inc.longest || inc.base[1].base().is_none() {
@@ -2656,8 +2673,8 @@ impl CelerityPeer {
                 inc.longest = len;
             }
             if len < inc.longest {
-                owd += inc.serialisation() * (inc.longest - len) as f64 / inc.longest as f64;
-                learn = 2 * len >= inc.longest && inc.base[0].base().is_some();
+                owd += inc.serialisation_of(inc.longest - len);
+                learn = 2 * len >= inc.longest && control_known;
             }
         }
         let base = &mut inc.base[usize::from(full)];

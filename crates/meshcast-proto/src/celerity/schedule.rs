@@ -16,10 +16,10 @@
 //! usual size: see `Schedule::next`), that survives repacks: every packet
 //! sent adds each link's packed share (the rate of the trees through it
 //! over the total), the link of every edge of the tree the packet goes down
-//! pays one. The round robin picks among the
-//! trees whose every link's credit is above `−guard` (a link that ran more
-//! than `guard` packets ahead of its share sits out until its share
-//! catches up); only if no tree qualifies does it pick as before. Credits
+//! pays one. The round robin picks among the trees whose every link's
+//! credit is above `−guard` (a link that ran more than `guard` packets
+//! ahead of its share sits out until its share catches up); only if no
+//! tree qualifies does it pick as before. Credits
 //! are held within `±(guard + 1)`, and a link that no tree uses any more
 //! forgets its credit, so neither a long-unused link nor an old debt
 //! becomes a burst later.
