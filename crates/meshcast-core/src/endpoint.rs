@@ -110,11 +110,21 @@ pub enum DropCause {
     Policed,
     /// The next overlay link was down (its probes unanswered).
     LinkDown,
+    /// An application's unit waited at its source for the flow's rate
+    /// until it could reach no receiver within the delay bound, and was
+    /// never sent (counted as sent when dropped, so a flow's loss includes
+    /// it).
+    Stale,
 }
 
 impl DropCause {
     /// Every cause, in the order reports list them.
-    pub const ALL: [DropCause; 3] = [DropCause::Late, DropCause::Policed, DropCause::LinkDown];
+    pub const ALL: [DropCause; 4] = [
+        DropCause::Late,
+        DropCause::Policed,
+        DropCause::LinkDown,
+        DropCause::Stale,
+    ];
 
     /// The cause's name in reports and `packets.csv`.
     pub fn name(self) -> &'static str {
@@ -122,6 +132,7 @@ impl DropCause {
             DropCause::Late => "late",
             DropCause::Policed => "policed",
             DropCause::LinkDown => "link_down",
+            DropCause::Stale => "stale",
         }
     }
 

@@ -78,18 +78,22 @@ pub struct Drops {
     pub policed: u64,
     /// The next overlay link was down.
     pub link_down: u64,
+    /// Waited at the source past what the delay bound allows, never sent
+    /// (application media only).
+    pub stale: u64,
 }
 
 impl Drops {
-    fn add(&mut self, counts: &[u64; 3]) {
+    fn add(&mut self, counts: &[u64; DropCause::ALL.len()]) {
         self.late += counts[DropCause::Late.index()];
         self.policed += counts[DropCause::Policed.index()];
         self.link_down += counts[DropCause::LinkDown.index()];
+        self.stale += counts[DropCause::Stale.index()];
     }
 
     /// All drops, whatever the cause.
     pub fn total(&self) -> u64 {
-        self.late + self.policed + self.link_down
+        self.late + self.policed + self.link_down + self.stale
     }
 }
 
@@ -198,7 +202,7 @@ pub struct FlowRecord {
     delay: Vec<DelayBucket>,
     /// Drops by cause ([`DropCause::index`]), by the second their packets
     /// were sent.
-    dropped: Vec<[u64; 3]>,
+    dropped: Vec<[u64; DropCause::ALL.len()]>,
     /// Received events from nodes that are not declared receivers.
     pub stray_packets: u64,
     /// Per receiver: when it is present (`None`: always).

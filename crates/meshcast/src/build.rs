@@ -2,8 +2,9 @@
 
 use crate::conference::{CONFERENCE_PORT, Conference, presence};
 use crate::scenario::{EventKind, Scenario};
+use crate::video::{VideoApp, VideoParams};
 use meshcast_control::tcp::TcpConfig;
-use meshcast_core::{Addr, Endpoint, FlowId, NodeId, Time};
+use meshcast_core::{Addr, Duration, Endpoint, FlowId, NodeId, Time};
 use meshcast_proto::celerity::{CelerityConfig, CelerityPeer};
 use meshcast_proto::transport::tfrc::Supply;
 use meshcast_sim::{Action, LinkId, Membership, Network, NetworkError, Sim, SimError};
@@ -35,16 +36,33 @@ pub enum BuildError {
 struct ConferenceHook {
     nodes: Vec<NodeId>,
     configs: Vec<CelerityConfig>,
+    video: Option<VideoParams>,
 }
 
 impl Membership for ConferenceHook {
-    fn join(&mut self, node: NodeId, _now: Time) -> Vec<(u16, Box<dyn Endpoint>)> {
-        self.nodes
-            .iter()
-            .position(|&n| n == node)
-            .and_then(|i| CelerityPeer::new(self.configs[i].clone()).ok())
-            .map(|p| vec![(CONFERENCE_PORT, Box::new(p) as Box<dyn Endpoint>)])
-            .unwrap_or_default()
+    fn join(&mut self, node: NodeId, now: Time) -> Vec<(u16, Box<dyn Endpoint>)> {
+        let Some(i) = self.nodes.iter().position(|&n| n == node) else {
+            return Vec::new();
+        };
+        let Ok(peer) = CelerityPeer::new(self.configs[i].clone()) else {
+            return Vec::new();
+        };
+        let endpoint: Box<dyn Endpoint> = match self.video {
+            // The encoders start a keyframe interval's i-th share apart,
+            // so that the participants' keyframes do not all fall at once.
+            Some(v) => {
+                let offset = v.keyframe_interval.as_secs_f64() * i as f64 / self.nodes.len() as f64;
+                let unit = self.configs[i].params.media_bytes;
+                Box::new(VideoApp::new(
+                    peer,
+                    v,
+                    unit,
+                    now + Duration::from_secs_f64(offset),
+                ))
+            }
+            None => Box::new(peer),
+        };
+        vec![(CONFERENCE_PORT, endpoint)]
     }
 }
 
@@ -91,6 +109,7 @@ fn add_conference(sim: &mut Sim, sc: &Scenario, c: &Conference) -> Result<(), Bu
     sim.set_membership(Box::new(ConferenceHook {
         nodes: nodes.clone(),
         configs,
+        video: c.video,
     }));
     for (i, &n) in nodes.iter().enumerate() {
         if present[i].first().is_some_and(|&(a, _)| a == Time::ZERO) {

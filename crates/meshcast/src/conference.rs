@@ -4,6 +4,7 @@
 //! computed for.
 
 use crate::scenario::{EventKind, Locator, Scenario, ScenarioError};
+use crate::video::VideoParams;
 use meshcast_core::{Duration, NodeId, Rate, Time};
 use meshcast_plan::Model;
 use meshcast_plan::optimum::{self, OptimumError, Problem, Scheme, Utility};
@@ -50,6 +51,10 @@ pub struct Conference {
     pub participants: Vec<String>,
     /// Protocol parameters.
     pub params: CelerityParams,
+    /// Each participant's application is a simulated video encoder
+    /// (`video_fps`; see [`crate::video`]) instead of the built-in source's
+    /// even packets.
+    pub video: Option<VideoParams>,
 }
 
 impl Conference {
@@ -106,6 +111,18 @@ pub(crate) struct RawConference {
     spare: Option<bool>,
     resume: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
+    burst: Option<Spanned<f64>>,
+    video_fps: Option<Spanned<f64>>,
+    keyframe_interval_s: Option<Spanned<f64>>,
+    keyframe_ratio: Option<Spanned<f64>>,
+}
+
+impl RawConference {
+    /// Where `video_fps` is, if given (a node refuses it: its media are
+    /// its `[media]`'s).
+    pub(crate) fn video_fps_span(&self) -> Option<std::ops::Range<usize>> {
+        self.video_fps.as_ref().map(Spanned::span)
+    }
 }
 
 /// One of the named `options` (the first when the field is absent).
@@ -323,11 +340,49 @@ pub(crate) fn check(
     if let Some(v) = fraction(&raw.resume, "conference.resume")? {
         params.resume = v;
     }
+    if let Some(v) = checked(
+        &raw.burst,
+        "conference.burst",
+        &|v| v >= 1.0,
+        "must be a number >= 1",
+    )? {
+        params.burst = v;
+    }
+    let video = match positive(&raw.video_fps, "conference.video_fps")? {
+        Some(fps) => {
+            let interval = positive(&raw.keyframe_interval_s, "conference.keyframe_interval_s")?
+                .unwrap_or(2.0);
+            let ratio = checked(
+                &raw.keyframe_ratio,
+                "conference.keyframe_ratio",
+                &|v| v >= 1.0,
+                "must be a number >= 1",
+            )?
+            .unwrap_or(8.0);
+            Some(VideoParams {
+                fps,
+                keyframe_interval: Duration::from_secs_f64(interval),
+                keyframe_ratio: ratio,
+            })
+        }
+        None => {
+            for (v, field) in [
+                (&raw.keyframe_interval_s, "conference.keyframe_interval_s"),
+                (&raw.keyframe_ratio, "conference.keyframe_ratio"),
+            ] {
+                if let Some(v) = v {
+                    return Err(loc.err(v.span(), field, "needs conference.video_fps"));
+                }
+            }
+            None
+        }
+    };
     Ok(Conference {
         protocol,
         variant,
         participants,
         params,
+        video,
     })
 }
 

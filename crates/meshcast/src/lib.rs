@@ -10,3 +10,4 @@ pub mod overrides;
 pub mod report;
 pub mod scenario;
 pub mod sweep;
+pub mod video;

@@ -135,6 +135,13 @@ impl NodeConfig {
             }
         };
         let conference = check(&raw.conference, &loc, &node_ref)?;
+        if let Some(span) = raw.conference.video_fps_span() {
+            return Err(loc.err(
+                span,
+                "conference.video_fps",
+                "simulates encoders in the simulator only: a node's media are its [media]",
+            ));
+        }
         for name in peers.keys() {
             if !conference.participants.contains(name) {
                 return Err(loc.err(
@@ -315,7 +322,7 @@ pub enum PacketRecord {
 impl PacketRecord {
     /// The CSV line (without newline): `sent,T,FLOW,BYTES`,
     /// `received,T,FLOW,BYTES,SENT`, `dropped,T,FLOW,CAUSE,SENT` (CAUSE
-    /// `late`, `policed` or `link_down`) or
+    /// `late`, `policed`, `link_down` or `stale`) or
     /// `bytes,T,MEDIA,HEADER,CONTROL,REPAIR`.
     pub fn to_csv(&self) -> String {
         match *self {
@@ -712,7 +719,7 @@ struct Live {
     received: Vec<(u64, u64)>,
     /// Per session, data packets this node dropped, by cause
     /// ([`DropCause::index`]).
-    dropped: Vec<[u64; 3]>,
+    dropped: Vec<[u64; DropCause::ALL.len()]>,
     /// Bytes sent as media, data headers, control and repairs.
     bytes: [u64; 4],
     /// The rate the overlay last offered this node's application (with
@@ -726,7 +733,7 @@ impl Live {
             names: names.to_vec(),
             sent: vec![(0, 0); names.len()],
             received: vec![(0, 0); names.len()],
-            dropped: vec![[0; 3]; names.len()],
+            dropped: vec![[0; DropCause::ALL.len()]; names.len()],
             bytes: [0; 4],
             offered_bps: None,
         }
@@ -812,7 +819,7 @@ impl Live {
         }
         family(
             "meshcast_session_dropped_packets_total",
-            "Data packets of the session this node dropped, by cause (late: past the delay bound; policed: over the session's rate on the next link; link_down).",
+            "Data packets of the session this node dropped, by cause (late: past the delay bound; policed: over the session's rate on the next link; link_down; stale: the application's unit waited for the rate past the delay bound and was never sent).",
             &self
                 .names
                 .iter()
@@ -1035,6 +1042,10 @@ B = "127.0.0.1:7002"
                 .contains("duration_s: must be a positive number")
         );
         assert!(err(&GOOD.replace("duration_s = 5", "speed = 5")).contains("speed"));
+        assert_eq!(
+            err(&GOOD.replace("max_rate_kbps = 300", "video_fps = 30")),
+            "7:13: conference.video_fps: simulates encoders in the simulator only: a node's media are its [media]"
+        );
         assert!(
             err(&GOOD.replace("duration_s = 5", "metrics_listen = \"x\""))
                 .contains(r#"metrics_listen: "x" is not a host:port address"#)

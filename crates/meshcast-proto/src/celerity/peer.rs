@@ -242,6 +242,23 @@ pub struct CelerityParams {
     /// source do the same (docs/celerity.md, "Packets of mixed sizes").
     /// Application media keeps its own sizes.
     pub media_sizes: Vec<u32>,
+    /// How many times the session's rate a source may send application
+    /// media at while it has burst credit (>= 1; 1 sends at the rate).
+    /// An encoder's keyframe comes as one burst of several frames' bytes;
+    /// spread at the rate, its last units wait at the source until they
+    /// are stale or arrive late, and the picture breaks until the next
+    /// keyframe. The credit is a bucket that refills at `1 + police_slack`
+    /// times the session's rate, as a head's does, and holds what a head's
+    /// bucket for the session holds (half a second at the rate, at least
+    /// three of its largest packets), so a burst stays within what the
+    /// heads on its trees pass. The slack also lets a backlog drain: an
+    /// encoder that produces exactly the offered rate would otherwise keep
+    /// any backlog for good, every unit waiting at the source near the
+    /// delay bound. WebRTC's pacer sends at 2.5 times its target rate;
+    /// 4 keeps a keyframe of 0.4 s of the rate within a 200-ms bound
+    /// (docs/celerity.md, "Keyframes"). The built-in source and padding
+    /// always send at the rate.
+    pub burst: f64,
     /// The application's rate cap (its encoder's maximum), if any.
     pub max_rate: Option<Rate>,
     /// Rate of a link before its tail has said anything, kbit/s.
@@ -481,6 +498,7 @@ impl Default for CelerityParams {
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
             media_sizes: Vec::new(),
+            burst: 4.0,
             max_rate: None,
             initial_rate_kbps: 20.0,
             liveness: Duration::from_secs(3),
@@ -914,6 +932,12 @@ struct Source {
     media_seq: u32,
     /// When the last media packet left.
     last_send: Option<Time>,
+    /// The burst credit for application media (see
+    /// [`CelerityParams::burst`]), refilled at `1 + police_slack` times
+    /// the session's rate.
+    credit: Bucket,
+    /// The media bytes of the last packet sent.
+    last_bytes: f64,
     /// When the trees were last packed.
     last_pack: Option<Time>,
     /// The last planning's input and answer (see [`Plan`]).
@@ -1096,6 +1120,9 @@ impl CelerityPeer {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
             }
+        }
+        if !(p.burst.is_finite() && p.burst >= 1.0) {
+            return Err(ConfigError::Param("burst must be a number >= 1".into()));
         }
         for (name, margin) in [("late_margin", p.late_margin), ("age_margin", p.age_margin)] {
             if margin >= p.delay_bound {
@@ -2273,8 +2300,22 @@ impl CelerityPeer {
                     .front()
                     .is_some_and(|(t, _)| now.saturating_since(*t) > stale_after)
                 {
-                    app.queue.pop_front();
+                    let Some((handed, unit)) = app.queue.pop_front() else {
+                        break;
+                    };
+                    // The session took it from the application and lost
+                    // it: sent and dropped, in its flow's figures.
                     self.counters.stale_media += 1;
+                    let flow = self.cfg.flows[self.me];
+                    self.events.push_back(Event::FlowSent {
+                        flow,
+                        payload_bytes: unit.len() as u32,
+                    });
+                    self.events.push_back(Event::FlowDropped {
+                        flow,
+                        sent_at: handed,
+                        cause: DropCause::Stale,
+                    });
                 }
                 match app.queue.front() {
                     Some((handed, unit)) => Some((*handed, unit.len())),
@@ -2385,13 +2426,50 @@ impl CelerityPeer {
         // Tokio's millisecond timers a 300 kbit/s session sent 290 on
         // loopback). The simulator fires timers on time, where this
         // changes nothing.
-        let gap = self.gap_for(media);
+        let burst = self.burst_divisor(now, media, padding);
+        let gap = self.gap_for(media / burst);
         self.last_gap = Some(gap);
         let late = now.saturating_since(due).as_nanos().min(gap.as_nanos());
         self.set(
             Timer::Send,
             Some(now + Duration::from_nanos(gap.as_nanos() - late)),
         );
+    }
+
+    /// How many times faster than the rate the packet after one of
+    /// `media` bytes sent at `now` may follow: [`CelerityParams::burst`]
+    /// while the burst credit holds another of the session's largest
+    /// packets after this one, else 1. Only application media bursts.
+    fn burst_divisor(&mut self, now: Time, media: f64, padding: bool) -> f64 {
+        self.src.last_bytes = media;
+        let burst = self.cfg.params.burst;
+        if self.app.is_none() || burst <= 1.0 {
+            return 1.0;
+        }
+        // Padding spends credit too: it is sent at the rate, and the heads
+        // count its bytes.
+        let level = self.credit_level(now, media) - media;
+        self.src.credit = (level, now);
+        if !padding && level >= self.largest[self.me].max(media) {
+            burst
+        } else {
+            1.0
+        }
+    }
+
+    /// The burst credit at `now` (see [`CelerityParams::burst`]), with
+    /// `media` the size of the packet about to use it.
+    fn credit_level(&self, now: Time, media: f64) -> f64 {
+        let rate = self.src.rate_kbps;
+        let largest = self.largest[self.me].max(media);
+        let refill = rate * (1.0 + self.cfg.params.police_slack);
+        bucket_level(self.src.credit, refill, bucket_depth(rate, largest), now)
+    }
+
+    /// Whether the next unit of application media may follow the last
+    /// packet at the burst rate.
+    fn credit_for_burst(&self, now: Time) -> bool {
+        self.cfg.params.burst > 1.0 && self.credit_level(now, 0.0) >= self.largest[self.me]
     }
 
     /// Report a data packet of session `m` sent at `origin_ts_us` (its
@@ -3029,15 +3107,27 @@ impl Endpoint for CelerityPeer {
         }
         app.queue.push_back((now, payload.to_vec()));
         app.started = true;
-        // An idle sender starts again, no sooner than the last packet's
-        // gap allows.
-        if self.timers[Timer::Send as usize].is_none() && self.src.rate_kbps > 0.0 {
-            let due = match (self.src.last_send, self.last_gap) {
-                (Some(t), Some(g)) => (t + g).max(now),
-                _ => now,
-            };
-            self.set(Timer::Send, Some(due));
+        if self.src.rate_kbps <= 0.0 {
+            return true;
         }
+        // An idle sender starts again, no sooner than the last packet's
+        // gap allows; one with burst credit, no sooner than the last
+        // packet's gap at the burst rate (padding's gap, or a wait at the
+        // rate on credit that has refilled since, does not hold media
+        // back).
+        let due = match (self.src.last_send, self.last_gap) {
+            (Some(t), Some(g)) => (t + g).max(now),
+            _ => now,
+        };
+        let due = match self.src.last_send {
+            Some(t) if self.credit_for_burst(now) => {
+                let burst = self.cfg.params.burst;
+                due.min((t + self.gap_for(self.src.last_bytes / burst)).max(now))
+            }
+            _ => due,
+        };
+        let timer = self.timers[Timer::Send as usize];
+        self.set(Timer::Send, Some(timer.map_or(due, |t| t.min(due))));
         true
     }
 

@@ -1476,3 +1476,81 @@ fn packets_of_mixed_sizes_measure_no_queue_on_an_idle_link() {
         assert!(w < 5e-3, "{sizes:?}, control from {control_from}: {w}");
     }
 }
+
+/// A keyframe: 0.4 s of the session's rate handed over at once, every 2 s,
+/// over 20-ms links. At the rate its last units wait at the source past
+/// what the bound allows (180 ms here) and are dropped, stale; with the
+/// default burst they leave at four times the rate on the credit the
+/// quiet seconds between keyframes refilled, and every unit arrives,
+/// within the bound of its hand-over. The stale ones are reported as
+/// sent and dropped, so the session's figures count them as lost.
+#[test]
+fn a_keyframe_leaves_on_burst_credit_and_arrives_in_time() {
+    for burst in [1.0, CelerityParams::default().burst] {
+        let mut peers = app_media_peers(2, 100.0);
+        peers[0].cfg.params.burst = burst;
+        let mut inflight = Default::default();
+        let mut events = Vec::new();
+        let mut now = Time::ZERO;
+        let mut pushed = 0u64;
+        let mut handed_at = Vec::new();
+        let (mut sent_events, mut stale_events) = (0u64, 0u64);
+        while now < Time::from_secs(20) {
+            let ms = now.as_nanos() / 1_000_000;
+            if ms >= 6000 && ms % 2000 == 0 {
+                // 5000 bytes: 0.4 s at 100 kbit/s.
+                for k in 0..5u8 {
+                    assert!(peers[0].handle_media(now, &[k; 1000]));
+                    pushed += 1;
+                }
+                handed_at.push(now);
+            }
+            step_over(
+                &mut peers,
+                &mut inflight,
+                now,
+                &mut events,
+                Duration::from_millis(20),
+            );
+            for (i, e) in events.drain(..) {
+                match (i, e) {
+                    (1, Event::FlowReceived { sent_at, .. }) => {
+                        assert!(handed_at.contains(&sent_at), "{sent_at:?}");
+                        assert!(now.saturating_since(sent_at) <= Duration::from_millis(200));
+                    }
+                    (0, Event::FlowSent { .. }) => sent_events += 1,
+                    (
+                        0,
+                        Event::FlowDropped {
+                            cause: DropCause::Stale,
+                            sent_at,
+                            ..
+                        },
+                    ) => {
+                        assert!(handed_at.contains(&sent_at), "{sent_at:?}");
+                        stale_events += 1;
+                    }
+                    _ => {}
+                }
+            }
+            now += Duration::from_millis(1);
+        }
+        let stale = peers[0].counters().stale_media;
+        let mut got = 0u64;
+        while peers[1].poll_media().is_some() {
+            got += 1;
+        }
+        assert_eq!(stale_events, stale, "burst {burst}");
+        assert_eq!(
+            sent_events, pushed,
+            "burst {burst}: every unit sent or dropped stale"
+        );
+        if burst > 1.0 {
+            assert_eq!((got, stale), (pushed, 0), "burst {burst}");
+        } else {
+            // Two of each keyframe's five.
+            assert!(stale >= 7 * 2 - 1, "burst {burst}: stale {stale}");
+            assert_eq!(got + stale, pushed, "burst {burst}");
+        }
+    }
+}

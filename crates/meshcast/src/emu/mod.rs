@@ -191,6 +191,11 @@ pub fn emulate(
     stop: &AtomicBool,
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<Emulated> {
+    if sc.conference.as_ref().is_some_and(|c| c.video.is_some()) {
+        bail!(
+            "conference.video_fps simulates encoders in the simulator only: emulated nodes send the built-in source's packets"
+        );
+    }
     if !is_root() {
         bail!("meshcast emu needs root (it creates network namespaces)");
     }

@@ -47,7 +47,7 @@ const FLOW_HEADERS: [&str; 7] = [
     "loss %",
 ];
 /// The column of the sessions' drops by cause (`flows[].dropped`).
-const DROPS_HEADER: &str = "dropped late/policed/down";
+const DROPS_HEADER: &str = "dropped late/policed/down/stale";
 
 fn layered_cells(p: &LayeredFigures) -> [String; 7] {
     [
@@ -111,7 +111,7 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                         let d = w.map_or(f.dropped, |i| f.windows[i].fig.dropped);
                         row.push(d.map_or_else(
                             || "-".to_owned(),
-                            |d| format!("{}/{}/{}", d.late, d.policed, d.link_down),
+                            |d| format!("{}/{}/{}/{}", d.late, d.policed, d.link_down, d.stale),
                         ));
                     }
                     row

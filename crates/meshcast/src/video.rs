@@ -1,0 +1,192 @@
+//! A simulated video encoder as a participant's application
+//! (`conference.video_fps`): frames at a fixed rate, a keyframe every
+//! `keyframe_interval_s` several times the size of the frames between,
+//! each frame's bytes sized from the rate the overlay offers at that
+//! moment and handed to the peer as application media, packetised as an
+//! RTP payloader does (full units of `media_bytes`, then the rest).
+//!
+//! The built-in source sends packets evenly at the session's rate; real
+//! video comes in frames, and a keyframe is a burst several frames long
+//! that must still arrive within the delay bound. This is what
+//! [`CelerityParams::burst`](meshcast_proto::celerity::CelerityParams::burst)
+//! is measured with (docs/celerity.md, "Keyframes").
+
+use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Time, Transmit};
+use meshcast_proto::celerity::{CelerityPeer, MEDIA_BYTES};
+
+/// The encoder's shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VideoParams {
+    /// Frames per second (> 0).
+    pub fps: f64,
+    /// Time between keyframes (at least one frame).
+    pub keyframe_interval: Duration,
+    /// A keyframe's size over a frame between keyframes' (>= 1).
+    pub keyframe_ratio: f64,
+}
+
+impl VideoParams {
+    /// Frames from one keyframe to the next (at least 1).
+    fn gop(&self) -> u64 {
+        ((self.keyframe_interval.as_secs_f64() * self.fps).round() as u64).max(1)
+    }
+
+    /// The bytes of frame `k` (a keyframe when `k` is a multiple of the
+    /// keyframe interval) for an offered rate of `bps`: a keyframe interval
+    /// carries the rate's bytes over its length, shared out so that a
+    /// keyframe is `keyframe_ratio` times each other frame (an encoder's
+    /// rate control spends on the frames between what the keyframe took).
+    pub fn frame_bytes(&self, k: u64, bps: f64) -> usize {
+        let gop = self.gop();
+        let per_gop = bps / 8.0 * gop as f64 / self.fps;
+        let share = if gop == 1 {
+            1.0
+        } else if k % gop == 0 {
+            self.keyframe_ratio / (gop as f64 - 1.0 + self.keyframe_ratio)
+        } else {
+            1.0 / (gop as f64 - 1.0 + self.keyframe_ratio)
+        };
+        (per_gop * share).round() as usize
+    }
+}
+
+/// The units a frame of `bytes` goes out in: as many full units of `unit`
+/// bytes as fit, then the rest (raised to the smallest unit a peer takes).
+pub fn packetise(bytes: usize, unit: usize) -> Vec<usize> {
+    let mut out = vec![unit; bytes / unit];
+    let rest = bytes % unit;
+    if rest > 0 {
+        out.push(rest.max(*MEDIA_BYTES.start() as usize));
+    }
+    out
+}
+
+/// A Celerity peer driven by a simulated encoder. Everything the
+/// simulator asks of the endpoint goes to the peer; the encoder hands its
+/// frames over at their times, and the media that arrive for it are
+/// dropped (the figures come from the peer's events).
+pub struct VideoApp {
+    peer: CelerityPeer,
+    video: VideoParams,
+    unit: usize,
+    next_frame: Time,
+    frame: u64,
+    closed: bool,
+}
+
+impl VideoApp {
+    /// Wrap `peer` (switched to application media, with padding until the
+    /// first frame) with an encoder whose first frame, a keyframe, comes
+    /// at `start`. Frames are at most `unit` bytes a packet.
+    pub fn new(mut peer: CelerityPeer, video: VideoParams, unit: u32, start: Time) -> VideoApp {
+        peer.set_app_media(true, true);
+        VideoApp {
+            peer,
+            video,
+            unit: unit as usize,
+            next_frame: start,
+            frame: 0,
+            closed: false,
+        }
+    }
+
+    fn frames_due(&mut self, now: Time) {
+        let gap = Duration::from_secs_f64(1.0 / self.video.fps);
+        while !self.closed && self.next_frame <= now {
+            let bps = self.peer.offered_rate().as_bps() as f64;
+            let bytes = self.video.frame_bytes(self.frame, bps);
+            for len in packetise(bytes, self.unit) {
+                self.peer.handle_media(now, &vec![0u8; len]);
+            }
+            self.frame += 1;
+            self.next_frame += gap;
+        }
+    }
+
+    /// The simulator has no application to read media: drop what arrived.
+    fn drain_media(&mut self) {
+        while self.peer.poll_media().is_some() {}
+    }
+}
+
+impl Endpoint for VideoApp {
+    fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
+        self.peer.handle_datagram(now, from, payload);
+        self.drain_media();
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.frames_due(now);
+        if self.peer.poll_timeout().is_some_and(|t| t <= now) {
+            self.peer.handle_timeout(now);
+        }
+        self.drain_media();
+    }
+
+    fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
+        self.peer.poll_transmit(now)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        let frame = (!self.closed).then_some(self.next_frame);
+        match (self.peer.poll_timeout(), frame) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        self.peer.poll_event()
+    }
+
+    fn handle_media(&mut self, _now: Time, _payload: &[u8]) -> bool {
+        false
+    }
+
+    fn poll_media(&mut self) -> Option<(FlowId, Vec<u8>)> {
+        None
+    }
+
+    fn handle_close(&mut self, now: Time) {
+        self.closed = true;
+        self.peer.handle_close(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keyframe_interval_carries_the_rate_and_its_keyframe_the_ratio() {
+        let v = VideoParams {
+            fps: 30.0,
+            keyframe_interval: Duration::from_secs(2),
+            keyframe_ratio: 8.0,
+        };
+        let bps = 300_000.0;
+        let sizes: Vec<usize> = (0..60).map(|k| v.frame_bytes(k, bps)).collect();
+        let total: usize = sizes.iter().sum();
+        // 2 s at 300 kbit/s is 75 000 bytes (rounding per frame).
+        assert!((total as i64 - 75_000).abs() <= 60, "{total}");
+        assert_eq!(sizes[0], (75_000.0 * 8.0 / 67.0_f64).round() as usize);
+        assert!(sizes[1..].iter().all(|&s| s == sizes[1]));
+        // Eight times the others, within their rounding.
+        assert!(sizes[0].abs_diff(8 * sizes[1]) <= 4, "{sizes:?}");
+        assert_eq!(v.frame_bytes(60, bps), sizes[0]);
+        // One frame a keyframe interval: every frame the rate's share.
+        let every = VideoParams {
+            keyframe_interval: Duration::from_millis(10),
+            ..v
+        };
+        assert_eq!(every.frame_bytes(7, bps), 1250);
+    }
+
+    #[test]
+    fn frames_go_out_in_full_units_and_a_rest() {
+        assert_eq!(packetise(3000, 1400), vec![1400, 1400, 200]);
+        assert_eq!(packetise(2800, 1400), vec![1400, 1400]);
+        assert_eq!(packetise(1405, 1400), vec![1400, 16]);
+        assert_eq!(packetise(0, 1400), Vec::<usize>::new());
+    }
+}
