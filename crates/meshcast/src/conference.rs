@@ -14,6 +14,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
 
+/// The highest `video_fps` a scenario may ask (the simulator runs every
+/// frame as an event; no camera is faster).
+const MAX_VIDEO_FPS: f64 = 240.0;
+
 /// The port every participant's peer binds.
 pub const CONFERENCE_PORT: u16 = 5000;
 
@@ -348,7 +352,12 @@ pub(crate) fn check(
     )? {
         params.burst = v;
     }
-    let video = match positive(&raw.video_fps, "conference.video_fps")? {
+    let video = match checked(
+        &raw.video_fps,
+        "conference.video_fps",
+        &|v| v > 0.0 && v <= MAX_VIDEO_FPS,
+        "must be a number in (0, 240]",
+    )? {
         Some(fps) => {
             let interval = positive(&raw.keyframe_interval_s, "conference.keyframe_interval_s")?
                 .unwrap_or(2.0);

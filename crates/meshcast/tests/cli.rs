@@ -1050,7 +1050,12 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
         (
             &["conference.video_fps=0"][..],
             "conference.video_fps",
-            "must be a positive number",
+            "must be a number in (0, 240]",
+        ),
+        (
+            &["conference.video_fps=1000"][..],
+            "conference.video_fps",
+            "must be a number in (0, 240]",
         ),
         (
             &["conference.keyframe_ratio=8"][..],
