@@ -795,12 +795,12 @@ impl Live {
         let sessions = [
             (
                 "meshcast_session_sent_packets_total",
-                "Media packets this node sent as the session's source.",
+                "Media packets this node sent as the session's source (those dropped stale at the source included).",
                 per_flow(&self.sent, |c| c.0),
             ),
             (
                 "meshcast_session_sent_bytes_total",
-                "Media payload bytes this node sent as the session's source.",
+                "Media payload bytes this node sent as the session's source (those dropped stale at the source included).",
                 per_flow(&self.sent, |c| c.1),
             ),
             (
