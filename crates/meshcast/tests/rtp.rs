@@ -271,11 +271,10 @@ fn an_ffmpeg_stream_crosses_a_two_party_conference() {
 /// rate (`burst = 1`) some keyframes' last packets go stale at the source
 /// and the pictures after them are damaged until the next keyframe:
 /// measured 10–12 of 661 packets stale and 281–329 of 500 frames intact
-/// over two runs (with a
-/// looser encoder, `-bufsize 300k`, 73 of 1032 stale and 25 of 750
-/// intact). On the default burst credit none is stale and 498 of 500
-/// frames are intact (the first two precede the receiver's first
-/// keyframe); docs/celerity.md, "Keyframes".
+/// over two runs (with a looser encoder, `-bufsize 300k`, 73 of 1032
+/// stale and 25 of 750 intact). On the default burst credit none is
+/// stale and 498 of 500 frames are intact (the first two precede the
+/// receiver's first keyframe); docs/celerity.md, "Keyframes".
 #[test]
 fn keyframes_at_the_rate_cap_arrive_whole_on_burst_credit() {
     if !have_ffmpeg() {
