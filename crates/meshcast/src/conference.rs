@@ -215,6 +215,9 @@ pub(crate) fn check(
     let non_negative = |v: &Option<Spanned<f64>>, field: &str| {
         checked(v, field, &|v| v >= 0.0, "must be a number >= 0")
     };
+    let at_least_one = |v: &Option<Spanned<f64>>, field: &str| {
+        checked(v, field, &|v| v >= 1.0, "must be a number >= 1")
+    };
     let fraction = |v: &Option<Spanned<f64>>, field: &str| {
         checked(
             v,
@@ -344,12 +347,7 @@ pub(crate) fn check(
     if let Some(v) = fraction(&raw.resume, "conference.resume")? {
         params.resume = v;
     }
-    if let Some(v) = checked(
-        &raw.burst,
-        "conference.burst",
-        &|v| v >= 1.0,
-        "must be a number >= 1",
-    )? {
+    if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;
     }
     let video = match checked(
@@ -361,13 +359,8 @@ pub(crate) fn check(
         Some(fps) => {
             let interval = positive(&raw.keyframe_interval_s, "conference.keyframe_interval_s")?
                 .unwrap_or(2.0);
-            let ratio = checked(
-                &raw.keyframe_ratio,
-                "conference.keyframe_ratio",
-                &|v| v >= 1.0,
-                "must be a number >= 1",
-            )?
-            .unwrap_or(8.0);
+            let ratio =
+                at_least_one(&raw.keyframe_ratio, "conference.keyframe_ratio")?.unwrap_or(8.0);
             Some(VideoParams {
                 fps,
                 keyframe_interval: Duration::from_secs_f64(interval),

@@ -1314,6 +1314,13 @@ impl CelerityPeer {
         self.timers[t as usize] = at;
     }
 
+    /// The next media packet goes no later than `due` (sooner if it was
+    /// due sooner).
+    fn send_by(&mut self, due: Time) {
+        let timer = &mut self.timers[Timer::Send as usize];
+        *timer = Some(timer.map_or(due, |t| t.min(due)));
+    }
+
     fn start(&mut self, now: Time) {
         if self.started {
             return;
@@ -2202,8 +2209,7 @@ impl CelerityPeer {
                 None => self.packet_gap(),
             };
             let due = self.src.last_send.map_or(now, |t| (t + gap).max(now));
-            let timer = &mut self.timers[Timer::Send as usize];
-            *timer = Some(timer.map_or(due, |t| t.min(due)));
+            self.send_by(due);
         }
     }
 
@@ -3116,18 +3122,17 @@ impl Endpoint for CelerityPeer {
         // rate on credit that has refilled since, does not hold media
         // back).
         let due = match (self.src.last_send, self.last_gap) {
-            (Some(t), Some(g)) => (t + g).max(now),
+            (Some(t), Some(gap)) => {
+                let gap = if self.credit_for_burst(now) {
+                    gap.min(self.gap_for(self.src.last_bytes / self.cfg.params.burst))
+                } else {
+                    gap
+                };
+                (t + gap).max(now)
+            }
             _ => now,
         };
-        let due = match self.src.last_send {
-            Some(t) if self.credit_for_burst(now) => {
-                let burst = self.cfg.params.burst;
-                due.min((t + self.gap_for(self.src.last_bytes / burst)).max(now))
-            }
-            _ => due,
-        };
-        let timer = self.timers[Timer::Send as usize];
-        self.set(Timer::Send, Some(timer.map_or(due, |t| t.min(due))));
+        self.send_by(due);
         true
     }
 
