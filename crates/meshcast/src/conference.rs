@@ -105,6 +105,7 @@ pub(crate) struct RawConference {
     share_guard: Option<Spanned<f64>>,
     standing_ratio: Option<Spanned<f64>>,
     gain_floor: Option<Spanned<f64>>,
+    floor_share: Option<Spanned<f64>>,
     police_slack: Option<Spanned<f64>>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
@@ -319,6 +320,14 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.gain_floor, "conference.gain_floor")? {
         params.gain_floor = v;
+    }
+    if let Some(v) = checked(
+        &raw.floor_share,
+        "conference.floor_share",
+        &|v| v > 0.0 && v <= 1.0,
+        "must be a number in (0, 1]",
+    )? {
+        params.floor_share = v;
     }
     if let Some(v) = fraction(&raw.police_slack, "conference.police_slack")? {
         params.police_slack = v;

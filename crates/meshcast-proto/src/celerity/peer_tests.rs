@@ -1337,6 +1337,62 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     assert!(after(&c, false, 0.150) < 100.0);
 }
 
+/// The floor's cut share (`CelerityParams::floor_share`): a session under
+/// the gain floor (`U′` 10 ms against a floor of 35.6 ms, as above) whose
+/// cut crosses the link in one interval of three pushes, averaged over the
+/// intervals, with the floor rather than a third of it. Against a standing
+/// 15-ms queue its rate rises; without the share (`floor_share = 1`) the
+/// third of the floor (11.9 ms) is under the queue and the rate falls. A
+/// window sets the share back to 1, and a session above the floor is left
+/// as it was.
+#[test]
+fn the_floor_counts_how_often_a_sessions_cut_crosses_the_link() {
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.floor_share, 0.25);
+    // Session 2's rate on link 1 → 0 after `cycles` cycles of three
+    // intervals, its cut crossing the link in the first of each.
+    let run = |c: &CelerityConfig, uprime: f64, cycles: usize| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2].uprime = uprime;
+        peer.outgoing[1].rtt_min.sample(Time::ZERO, 0.004);
+        let inc = &mut peer.incoming[1];
+        inc.base[0].sample(Time::ZERO, 0.030);
+        inc.base[1].sample(Time::ZERO, 0.050);
+        inc.rates[2] = 100.0;
+        for i in 0..3 * cycles {
+            // The receiving side: 0 beyond the cut (crossing) or not.
+            peer.sessions[2].recv_side = if i % 3 == 0 { 0b110 } else { 0b111 };
+            measured(&mut peer.incoming[1], 0.015, true);
+            peer.update_rates(1, 1.0, false, false, 0.2, false);
+        }
+        (peer.incoming[1].rates[2], peer.incoming[1].cut_share[2])
+    };
+    let (rate, share) = run(&c, 0.010, 30);
+    assert!(rate > 150.0, "{rate}");
+    // After the crossing interval's update, then two without: about a
+    // third on average.
+    assert!((0.2..0.45).contains(&share), "{share}");
+    let mut off = c.clone();
+    off.params.floor_share = 1.0;
+    let (rate, _) = run(&off, 0.010, 30);
+    assert!(rate < 100.0, "{rate}");
+    // A session above the floor (`U′` 50 ms) steps with its own gain, the
+    // share or not.
+    assert_eq!(run(&c, 0.050, 10).0, run(&off, 0.050, 10).0);
+    // A window sets the share back to 1.
+    let mut peer = crossing_peer(&c);
+    peer.incoming[1].cut_share[2] = 0.3;
+    measured(&mut peer.incoming[1], 0.015, true);
+    peer.update_rates(1, 1.0, true, false, 0.2, false);
+    assert_eq!(peer.incoming[1].cut_share[2], 1.0);
+    // Out of range.
+    for bad in [0.0, -0.5, 1.5, f64::NAN] {
+        let mut c = c.clone();
+        c.params.floor_share = bad;
+        assert!(CelerityPeer::new(c).is_err(), "{bad}");
+    }
+}
+
 /// A packet over the link from member 1 to `p`, sent at `sent` with a
 /// hop sequence number from `seq`: it takes `delay_ms` (propagation and
 /// any queue) plus, for a data packet, 20 ms of serialisation per 1400
