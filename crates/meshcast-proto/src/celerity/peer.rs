@@ -223,13 +223,15 @@ pub struct CelerityParams {
     /// share taken as at least `floor_share`, and at most
     /// [`FLOOR_SHARE_BUDGET`] times the floor's delay budget: averaged over
     /// the intervals it pushes with the floor. Traced on underlay 11, the
-    /// lone fast P6's cut crossed its links 30–45% of the intervals and
-    /// they ran 82–85% busy; over the three sets of thirty random underlays
-    /// the worst sessions' mean fraction of the coded optimum went from
-    /// 0.881 / 0.882 / 0.852 to 0.891 / 0.895 / 0.859 at the same loss, the
-    /// lone fast sessions by 0.13–0.22 (docs/celerity.md, "The floor's cut
-    /// share"). Only where the gain floor acts: the dumbbell's scenarios
-    /// are unchanged.
+    /// lone fast P6's cut crossed the two overlay links that carried its
+    /// session in 32% and 46% of the intervals, they settled at prices
+    /// near a third of the floor, and the underlay's links out of its
+    /// router ran 82–85% busy. Over the three sets of thirty random
+    /// underlays the worst sessions' mean fraction of the coded optimum
+    /// went from 0.881 / 0.882 / 0.852 to 0.891 / 0.895 / 0.859 at the same
+    /// loss, the four lone fast sessions by 0.12–0.24 (docs/celerity.md,
+    /// "The floor's cut share"). Only where the gain floor acts: the
+    /// dumbbell's scenarios are unchanged.
     pub floor_share: f64,
     /// The heads' policing slack, in [0, 1]: a head lets a session's data
     /// through a link at up to `1 + police_slack` times the session's rate
@@ -1704,10 +1706,9 @@ impl CelerityPeer {
                 } else {
                     *share + CUT_SHARE_GAIN * (f64::from(u8::from(crosses)) - *share)
                 };
+                // Both terms are at least the floor, which is then `uprime`.
                 let gain = if s.uprime < floor {
-                    (floor / share.max(floor_share))
-                        .min(FLOOR_SHARE_BUDGET * budget)
-                        .max(uprime)
+                    (floor / share.max(floor_share)).min(FLOOR_SHARE_BUDGET * budget)
                 } else {
                     uprime
                 };
