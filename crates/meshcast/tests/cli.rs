@@ -1185,7 +1185,7 @@ fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
 /// (`floor_share = 1`) P3 gets under 70%. Measured over nine points of
 /// step 0.0146–0.0154 × β 17.9–18.1: every session 0.81–0.86 at 0.2–0.4%
 /// loss, P3 0.81–0.87; without the share P3 0.61–0.66 (docs/celerity.md,
-/// "The floor's cut share").
+/// "The floor's cut share"). A share outside (0, 1] is refused.
 #[test]
 fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     let dir = tempfile::tempdir().unwrap();
@@ -1203,6 +1203,15 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     );
     let p3 = of_optimum(window(flow(&off, "P3"), 100));
     assert!(p3 < 0.7, "the floor alone: P3 at {p3} of its optimum");
+    let text = std::fs::read_to_string(root().join("scenarios/celerity/random-lone.toml")).unwrap();
+    for bad in ["0", "1.5", "-1"] {
+        let set = format!("conference.floor_share={bad}");
+        expect_bad_input(
+            &text,
+            &["--set", &set],
+            &["conference.floor_share", "must be a number in (0, 1]"],
+        );
+    }
 }
 
 /// Every conference session's summary says how many of its packets the

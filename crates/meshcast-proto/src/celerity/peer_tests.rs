@@ -1295,6 +1295,22 @@ fn the_standing_weight_charges_a_standing_queue_not_a_random_one() {
     assert!((price(&c, &quarter, false, 60) - 0.5 * 0.04).abs() < 1e-6);
 }
 
+/// [`crossing_peer`] with session 2's `U′` at `uprime`, its rate on link
+/// 1 → 0 at 100 kbit/s, the link's propagation `one_way` (half the minimum
+/// RTT) seconds and its data-packet serialisation 20 ms (the data and
+/// control bases 20 ms apart): the gain floor's tests.
+fn floor_peer(c: &CelerityConfig, uprime: f64, one_way: f64) -> CelerityPeer {
+    let mut peer = crossing_peer(c);
+    peer.sessions[2].uprime = uprime;
+    peer.outgoing[1].rtt_min.sample(Time::ZERO, 2.0 * one_way);
+    let inc = &mut peer.incoming[1];
+    inc.base[0].sample(Time::ZERO, 0.030);
+    inc.base[1].sample(Time::ZERO, 0.050);
+    assert!((inc.serialisation() - 0.020).abs() < 1e-12);
+    inc.rates[2] = 100.0;
+    peer
+}
+
 /// The gain floor (`CelerityParams::gain_floor`): outside the windows, on
 /// Celerity's trees, a session whose `U′` (10 ms) is under 2.5 times the
 /// link's data-packet serialisation (20 ms: the data and control bases
@@ -1308,17 +1324,10 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     let c = queue_priced_cfg();
     assert_eq!(c.params.gain_floor, 2.5);
     // Session 2's rate on link 1 → 0 after one interval, from 100 kbit/s,
-    // the link's propagation `one_way` (half the minimum RTT) seconds.
+    // the link's propagation `one_way` seconds.
     let after = |c: &CelerityConfig, window: bool, one_way: f64| {
-        let mut peer = crossing_peer(c);
-        peer.sessions[2].uprime = 0.010;
-        peer.outgoing[1].rtt_min.sample(Time::ZERO, 2.0 * one_way);
-        let inc = &mut peer.incoming[1];
-        inc.base[0].sample(Time::ZERO, 0.030);
-        inc.base[1].sample(Time::ZERO, 0.050);
-        assert!((inc.serialisation() - 0.020).abs() < 1e-12);
-        inc.rates[2] = 100.0;
-        measured(inc, 0.020, true);
+        let mut peer = floor_peer(c, 0.010, one_way);
+        measured(&mut peer.incoming[1], 0.020, true);
         peer.update_rates(1, 1.0, window, false, 0.2, false);
         peer.incoming[1].rates[2]
     };
@@ -1352,13 +1361,7 @@ fn the_floor_counts_how_often_a_sessions_cut_crosses_the_link() {
     // Session 2's rate on link 1 → 0 after `cycles` cycles of three
     // intervals, its cut crossing the link in the first of each.
     let run = |c: &CelerityConfig, uprime: f64, cycles: usize| {
-        let mut peer = crossing_peer(c);
-        peer.sessions[2].uprime = uprime;
-        peer.outgoing[1].rtt_min.sample(Time::ZERO, 0.004);
-        let inc = &mut peer.incoming[1];
-        inc.base[0].sample(Time::ZERO, 0.030);
-        inc.base[1].sample(Time::ZERO, 0.050);
-        inc.rates[2] = 100.0;
+        let mut peer = floor_peer(c, uprime, 0.002);
         for i in 0..3 * cycles {
             // The receiving side: 0 beyond the cut (crossing) or not.
             peer.sessions[2].recv_side = if i % 3 == 0 { 0b110 } else { 0b111 };
