@@ -1112,16 +1112,18 @@ impl CelerityPeer {
             ("landing_gain", p.landing_gain),
             ("cautious_gain", p.cautious_gain),
             ("steady_gain", p.steady_gain),
-            ("ceiling_exponent", p.ceiling_exponent),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be positive")));
             }
         }
-        if p.ceiling_exponent > 1.0 {
-            return Err(ConfigError::Param(
-                "ceiling_exponent must be in (0, 1]".into(),
-            ));
+        for (name, v) in [
+            ("ceiling_exponent", p.ceiling_exponent),
+            ("floor_share", p.floor_share),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(ConfigError::Param(format!("{name} must be in (0, 1]")));
+            }
         }
         if !MEDIA_BYTES.contains(&p.media_bytes) {
             return Err(ConfigError::Param("media_bytes must be 16..=1400".into()));
@@ -1160,9 +1162,6 @@ impl CelerityPeer {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
             }
-        }
-        if !(p.floor_share > 0.0 && p.floor_share <= 1.0) {
-            return Err(ConfigError::Param("floor_share must be in (0, 1]".into()));
         }
         if !(p.burst.is_finite() && p.burst >= 1.0) {
             return Err(ConfigError::Param("burst must be a number >= 1".into()));
