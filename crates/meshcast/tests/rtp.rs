@@ -34,14 +34,33 @@ fn have_ffmpeg() -> bool {
     found
 }
 
-fn free_udp_ports(n: usize) -> Vec<u16> {
-    let socks: Vec<std::net::UdpSocket> = (0..n)
-        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    socks
-        .iter()
-        .map(|s| s.local_addr().expect("address").port())
-        .collect()
+/// `n` loopback ports free for UDP (`tcp`: for TCP) for one run.
+///
+/// Each is taken with the port after it free too (ffmpeg's RTP sockets
+/// and its receiver's take port + 1 for RTCP), from below the kernel's
+/// ephemeral range (32768 up on Linux), so no socket bound to port 0 (the
+/// other test's ffmpeg, for one) can be handed one between this check and
+/// the bind of the process it is for. The two tests here run at once:
+/// each call takes its ports from a fresh block of this process's range.
+fn free_ports(n: usize, tcp: bool) -> Vec<u16> {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 10_000 + (std::process::id() % 100) as u16 * 100;
+    let free = |p: u16| {
+        if tcp {
+            std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()
+        } else {
+            std::net::UdpSocket::bind(("127.0.0.1", p)).is_ok()
+        }
+    };
+    let mut ports = Vec::with_capacity(n);
+    while ports.len() < n {
+        let p = base + NEXT.fetch_add(2, Ordering::Relaxed) % 10_000;
+        if free(p) && free(p + 1) {
+            ports.push(p);
+        }
+    }
+    ports
 }
 
 /// The value of metric `name` on the metrics page at `port`.
@@ -137,13 +156,10 @@ fn run(max_rate_kbps: u32, offered_bps: f64, extra: &str) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let want = reference(d);
-    let [a, b, input, output] = free_udp_ports(4)[..] else {
+    let [a, b, input, output] = free_ports(4, false)[..] else {
         unreachable!()
     };
-    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let metrics_port = free_ports(1, true)[0];
     let common = format!(
         "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = {max_rate_kbps}\n{extra}[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
     );
@@ -168,10 +184,25 @@ fn run(max_rate_kbps: u32, offered_bps: f64, extra: &str) -> Run {
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    assert!(
-        offered.is_some_and(|r| r >= offered_bps),
-        "the offered rate did not reach {offered_bps} bit/s in 20 s: {offered:?}"
-    );
+    if !offered.is_some_and(|r| r >= offered_bps) {
+        // Say what the nodes said: one that could not start, or that
+        // never heard the other, is what this usually means.
+        let mut said = String::new();
+        for (id, n) in [("A", node_a), ("B", node_b)] {
+            stop(&n);
+            let done = n.wait_with_output().expect("the node ends");
+            let net = std::fs::read_to_string(d.join(format!("out-{id}/summary.json")))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .map(|v| v["net"].to_string());
+            said += &format!(
+                "\n{id} ({}, net {net:?}): {}",
+                done.status,
+                String::from_utf8_lossy(&done.stderr)
+            );
+        }
+        panic!("the offered rate did not reach {offered_bps} bit/s in 20 s: {offered:?}{said}");
+    }
     // The receiver listens before anything is sent (the stream carries its
     // decoder configuration in band, so this SDP is all it needs). It
     // starts just before the sender: it gives up on a stream that does not
