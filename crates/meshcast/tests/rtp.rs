@@ -41,7 +41,9 @@ fn have_ffmpeg() -> bool {
 /// ephemeral range (32768 up on Linux), so no socket bound to port 0 (the
 /// other test's ffmpeg, for one) can be handed one between this check and
 /// the bind of the process it is for. The two tests here run at once:
-/// each call takes its ports from a fresh block of this process's range.
+/// every call takes the next ports of one counter they share, so they
+/// never pick the same one, and a block of 10 000 ports chosen by the
+/// process id keeps apart test processes that run side by side.
 fn free_ports(n: usize, tcp: bool) -> Vec<u16> {
     use std::sync::atomic::{AtomicU16, Ordering};
     static NEXT: AtomicU16 = AtomicU16::new(0);
@@ -54,12 +56,16 @@ fn free_ports(n: usize, tcp: bool) -> Vec<u16> {
         }
     };
     let mut ports = Vec::with_capacity(n);
-    while ports.len() < n {
+    for _ in 0..5_000 {
+        if ports.len() == n {
+            break;
+        }
         let p = base + NEXT.fetch_add(2, Ordering::Relaxed) % 10_000;
         if free(p) && free(p + 1) {
             ports.push(p);
         }
     }
+    assert_eq!(ports.len(), n, "free loopback ports from {base} on");
     ports
 }
 
