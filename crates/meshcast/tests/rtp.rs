@@ -100,6 +100,25 @@ fn stop(child: &Child) {
         .status();
 }
 
+/// Stop the nodes (all at once, so that none outlives another's end) and
+/// wait for them: each one's id, how it ended, and the `summary.json` it
+/// wrote under `d`, if it wrote one that parses.
+fn end_nodes<const N: usize>(
+    d: &Path,
+    nodes: [(&'static str, Child); N],
+) -> [(&'static str, std::process::Output, Option<Value>); N] {
+    for (_, n) in &nodes {
+        stop(n);
+    }
+    nodes.map(|(id, n)| {
+        let done = n.wait_with_output().expect("the node ends");
+        let summary = std::fs::read_to_string(d.join(format!("out-{id}/summary.json")))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        (id, done, summary)
+    })
+}
+
 /// The encoder's settings, for the stream and its local reference.
 const ENCODE: [&str; 12] = [
     "-c:v", "mpeg4", "-b:v", "300k", "-maxrate", "300k", "-bufsize", "150k", "-g", "25", "-f",
@@ -194,13 +213,8 @@ fn run(max_rate_kbps: u32, offered_bps: f64, extra: &str) -> Run {
         // Say what the nodes said: one that could not start, or that
         // never heard the other, is what this usually means.
         let mut said = String::new();
-        for (id, n) in [("A", node_a), ("B", node_b)] {
-            stop(&n);
-            let done = n.wait_with_output().expect("the node ends");
-            let net = std::fs::read_to_string(d.join(format!("out-{id}/summary.json")))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                .map(|v| v["net"].to_string());
+        for (id, done, summary) in end_nodes(d, [("A", node_a), ("B", node_b)]) {
+            let net = summary.map(|v| v["net"].to_string());
             said += &format!(
                 "\n{id} ({}, net {net:?}): {}",
                 done.status,
@@ -247,25 +261,16 @@ fn run(max_rate_kbps: u32, offered_bps: f64, extra: &str) -> Run {
     std::thread::sleep(Duration::from_secs(2));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
-    for n in [&node_a, &node_b] {
-        stop(n);
-    }
-    for (id, n) in [("A", node_a), ("B", node_b)] {
-        let done = n.wait_with_output().expect("the node ends");
+    let [sa, sb] = end_nodes(d, [("A", node_a), ("B", node_b)]).map(|(id, done, summary)| {
         assert!(
             done.status.success(),
             "{id}: {}",
             String::from_utf8_lossy(&done.stderr)
         );
-    }
+        summary.unwrap_or_else(|| panic!("{id} wrote no readable summary.json"))
+    });
     let got = frame_crcs(&d.join("recv.crc"));
     let intact = got.iter().zip(&want).filter(|(g, w)| g == w).count();
-    let summary = |id: &str| -> Value {
-        let text = std::fs::read_to_string(d.join(format!("out-{id}/summary.json")))
-            .expect("the node wrote its summary");
-        serde_json::from_str(&text).expect("JSON")
-    };
-    let (sa, sb) = (summary("A"), summary("B"));
     eprintln!(
         "max {max_rate_kbps} kbit/s {extra:?}: frames decoded {}, intact {intact} of {FRAMES}; A: {} {}; B: {}",
         got.len(),
