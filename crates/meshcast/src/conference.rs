@@ -227,7 +227,7 @@ pub(crate) fn check(
             "must be a number in 0..=1",
         )
     };
-    let share = |v: &Option<Spanned<f64>>, field: &str| {
+    let positive_fraction = |v: &Option<Spanned<f64>>, field: &str| {
         checked(
             v,
             field,
@@ -306,7 +306,7 @@ pub(crate) fn check(
     if let Some(v) = below_bound(&raw.queue_ceiling_ms, "conference.queue_ceiling_ms")? {
         params.queue_ceiling = (v > 0.0).then(|| Duration::from_secs_f64(v / 1e3));
     }
-    if let Some(v) = share(&raw.ceiling_exponent, "conference.ceiling_exponent")? {
+    if let Some(v) = positive_fraction(&raw.ceiling_exponent, "conference.ceiling_exponent")? {
         params.ceiling_exponent = v;
     }
     if let Some(p) = raw.pace_to_heads {
@@ -324,7 +324,7 @@ pub(crate) fn check(
     if let Some(v) = non_negative(&raw.gain_floor, "conference.gain_floor")? {
         params.gain_floor = v;
     }
-    if let Some(v) = share(&raw.floor_share, "conference.floor_share")? {
+    if let Some(v) = positive_fraction(&raw.floor_share, "conference.floor_share")? {
         params.floor_share = v;
     }
     if let Some(v) = fraction(&raw.police_slack, "conference.police_slack")? {
