@@ -63,13 +63,16 @@ pub enum Event {
         layers_max: u8,
     },
     /// The endpoint, as the source of `flow` carrying application media,
-    /// now offers the application `rate`: what an encoder should produce.
-    /// Reported when it changes.
+    /// now offers the application `rate` in packets of at most
+    /// `packet_bytes`: what an encoder should produce, and how its
+    /// payloader should cut it. Reported when either changes.
     RateOffered {
         /// The flow.
         flow: FlowId,
         /// The rate (media payload).
         rate: crate::units::Rate,
+        /// The most media bytes a packet should carry.
+        packet_bytes: u32,
     },
     /// The endpoint dropped a data packet of `flow` that its source sent
     /// at `sent_at` (on the source's clock), for `cause`. A relay's drop

@@ -722,9 +722,9 @@ struct Live {
     dropped: Vec<[u64; DropCause::ALL.len()]>,
     /// Bytes sent as media, data headers, control and repairs.
     bytes: [u64; 4],
-    /// The rate the overlay last offered this node's application (with
-    /// `[media]`), bits/s.
-    offered_bps: Option<u64>,
+    /// The rate (bits/s) and packet size (media bytes) the overlay last
+    /// offered this node's application (with `[media]`).
+    offered: Option<(u64, u32)>,
 }
 
 impl Live {
@@ -735,7 +735,7 @@ impl Live {
             received: vec![(0, 0); names.len()],
             dropped: vec![[0; DropCause::ALL.len()]; names.len()],
             bytes: [0; 4],
-            offered_bps: None,
+            offered: None,
         }
     }
 
@@ -771,7 +771,9 @@ impl Live {
                     *t += u64::from(x);
                 }
             }
-            Event::RateOffered { rate, .. } => self.offered_bps = Some(rate.as_bps()),
+            Event::RateOffered {
+                rate, packet_bytes, ..
+            } => self.offered = Some((rate.as_bps(), packet_bytes)),
             _ => {}
         }
     }
@@ -843,10 +845,14 @@ impl Live {
                 .map(|(p, v)| (format!("{{purpose=\"{p}\"}}"), v))
                 .collect::<Vec<_>>(),
         );
-        if let Some(bps) = self.offered_bps {
+        if let Some((bps, bytes)) = self.offered {
             let _ = writeln!(
                 t,
                 "# HELP meshcast_offered_rate_bits_per_second The media rate the overlay offers this node's own session now: what its encoder should produce.\n# TYPE meshcast_offered_rate_bits_per_second gauge\nmeshcast_offered_rate_bits_per_second {bps}"
+            );
+            let _ = writeln!(
+                t,
+                "# HELP meshcast_offered_packet_bytes The most media bytes a packet of this node's own session should carry now, for its paths: its payloader's size.\n# TYPE meshcast_offered_packet_bytes gauge\nmeshcast_offered_packet_bytes {bytes}"
             );
         }
         let _ = writeln!(

@@ -3,7 +3,8 @@
 //! `keyframe_interval_s` several times the size of the frames between,
 //! each frame's bytes sized from the rate the overlay offers at that
 //! moment and handed to the peer as application media, packetised as an
-//! RTP payloader does (full units of `media_bytes`, then the rest).
+//! RTP payloader does (full units of the packet size the peer offers,
+//! at most `media_bytes`, then the rest).
 //!
 //! The built-in source sends packets evenly at the session's rate; real
 //! video comes in frames, and a keyframe is a burst several frames long
@@ -77,7 +78,9 @@ pub struct VideoApp {
 impl VideoApp {
     /// Wrap `peer` (switched to application media, with padding until the
     /// first frame) with an encoder whose first frame, a keyframe, comes
-    /// at `start`. Frames are at most `unit` bytes a packet.
+    /// at `start`. Frames are at most `unit` bytes a packet, and at most
+    /// what the peer offers
+    /// ([`CelerityPeer::offered_packet_bytes`]).
     pub fn new(mut peer: CelerityPeer, video: VideoParams, unit: u32, start: Time) -> VideoApp {
         peer.set_app_media(true, true);
         VideoApp {
@@ -95,7 +98,8 @@ impl VideoApp {
         while !self.closed && self.next_frame <= now {
             let bps = self.peer.offered_rate().as_bps() as f64;
             let bytes = self.video.frame_bytes(self.frame, bps);
-            for len in packetise(bytes, self.unit) {
+            let unit = self.unit.min(self.peer.offered_packet_bytes() as usize);
+            for len in packetise(bytes, unit) {
                 self.peer.handle_media(now, &vec![0u8; len]);
             }
             self.frame += 1;

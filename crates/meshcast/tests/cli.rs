@@ -73,6 +73,15 @@ fn worst_of(s: &Value, sessions: &[&str], from: u64, of: impl Fn(&Value) -> f64)
     })
 }
 
+/// The mean of `sessions`' loss in their windows from `from` s.
+fn mean_loss(s: &Value, sessions: &[&str], from: u64) -> f64 {
+    sessions
+        .iter()
+        .map(|p| num(&window(flow(s, p), from)["loss"]))
+        .sum::<f64>()
+        / sessions.len() as f64
+}
+
 /// A session window's lowest receiver as a fraction of its coded optimum.
 fn of_optimum(w: &Value) -> f64 {
     num(&w["recv_kbps_min"]) / num(&w["optimum_kbps"])
@@ -321,6 +330,16 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
 /// (190.3–231.3 and up to 15.8%; before the landing 198.7–213.9 and
 /// 5.6–12.1%; without the ceiling 175–187 and 16–22%; docs/celerity.md,
 /// "The landing").
+///
+/// Since packets are sized for their paths (`size_target`, 15% of the
+/// bound: 15 ms at 100, 9 ms at 60, under the dumbbell's 23 ms), the
+/// sessions send smaller packets at these bounds: 100 ms gives 222.8–225.4
+/// kbit/s at 0.1% loss (the headers' larger share costs 2.6%), and
+/// without the ceiling 222.0–223.5 at 0.2%, so the ceiling's run is held
+/// at 1400-byte packets (`size_target_ms = 0`), under which it was
+/// measured (and gives 214.1–217.7 kbit/s and 3.8–5.4%); 60 ms gives
+/// 213.6–217.7 at under 0.1% loss (202.7–219.4 and 3.7–10.9% at 1400
+/// bytes; docs/celerity.md, "Packet size from the path").
 #[test]
 fn a_shorter_delay_bound_keeps_its_margins_and_its_queue_inside_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -329,9 +348,11 @@ fn a_shorter_delay_bound_keeps_its_margins_and_its_queue_inside_it() {
     let worst = |s: &Value| worst_of(s, &["A", "B", "C", "D"], 120, |w| num(&w["recv_kbps_min"]));
     let (recv, loss) = worst(&run(&["conference.delay_bound_ms=100"]));
     assert!(recv >= 216.0 && loss <= 0.02, "100 ms: {recv}, {loss}");
+    // Without the ceiling, as measured: with 1400-byte packets.
     let (_, loss) = worst(&run(&[
         "conference.delay_bound_ms=100",
         "conference.queue_ceiling_ms=0",
+        "conference.size_target_ms=0",
     ]));
     assert!(loss >= 0.05, "100 ms without the ceiling: {loss}");
     let (recv, loss) = worst(&run(&["conference.delay_bound_ms=60"]));
@@ -1104,6 +1125,13 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
 /// 15.5–23.8% and 0.71–0.78 before the per-link guard counted
 /// serialisation, 11.8–25.4% and 0.70–0.83 before spare lending;
 /// docs/celerity.md).
+///
+/// Since packets are sized for their paths (`size_target`): with the
+/// guards 0.907 and 0.2% (0.927 and 0.2% at 1400 bytes); with neither
+/// guard the sized packets alone keep the worst loss at 12.2% (41.0% at
+/// 1400 bytes), so the run without the guards is held at 1400-byte
+/// packets (`size_target_ms = 0`), under which it was measured
+/// (docs/celerity.md, "Packet size from the path").
 #[test]
 fn celerity_delay_guard_keeps_a_long_path_in_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -1117,7 +1145,11 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
     let off = scenario_with_sets(
         dir.path(),
         "celerity/random-late.toml",
-        &["conference.late_gain=0", "conference.late_forecast=false"],
+        &[
+            "conference.late_gain=0",
+            "conference.late_forecast=false",
+            "conference.size_target_ms=0",
+        ],
     );
     let (_, loss) = worst(&off);
     assert!(loss >= 0.35, "guards off: {loss} loss");
@@ -1148,17 +1180,17 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// 0.66–0.78, 17.6–26.9% and 7.0–8.6% with it; 0.56–0.63, 31.6–38.1% and
 /// 15.1–15.9% without; docs/celerity.md, "The late forecast" and "The
 /// cautious ramp").
+///
+/// Since packets are sized for their paths (`size_target`): with the
+/// forecast 0.765, 9.0% and 2.4%; without it 0.698, 16.6% and 4.0%, so
+/// the run without it is held at 1400-byte packets (`size_target_ms =
+/// 0`), under which it was measured (0.634, 32.1% and 13.5% at the
+/// default point; docs/celerity.md, "Packet size from the path").
 #[test]
 fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
     let dir = tempfile::tempdir().unwrap();
     let sessions = ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"];
-    let mean_loss = |s: &Value| {
-        sessions
-            .iter()
-            .map(|p| num(&window(flow(s, p), 100)["loss"]))
-            .sum::<f64>()
-            / sessions.len() as f64
-    };
+    let mean_loss = |s: &Value| mean_loss(s, &sessions, 100);
     let on = scenario_json(dir.path(), "celerity/random-deep.toml", &[]);
     let (ratio, loss) = worst_of(&on, &sessions, 100, of_optimum);
     let mean = mean_loss(&on);
@@ -1169,10 +1201,57 @@ fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
     let off = scenario_with_sets(
         dir.path(),
         "celerity/random-deep.toml",
-        &["conference.late_forecast=false"],
+        &[
+            "conference.late_forecast=false",
+            "conference.size_target_ms=0",
+        ],
     );
     let mean = mean_loss(&off);
     assert!(mean >= 0.13, "forecast off: {mean} loss on average");
+}
+
+/// Packets sized for their paths (`conference.size_target_ms`, 30 ms by
+/// default) on the random underlay whose deep relay chains cross slow core
+/// links (scenarios/celerity/random-deep.toml, underlay 74: every overlay
+/// hop crosses two 600-kbit/s links, so a 1400-byte packet takes 37 ms a
+/// hop to serialise). Sized, the sessions lose at most 3.5% of their
+/// packets on average and the worst at most 12%; with 1400-byte packets
+/// (`size_target_ms = 0`) they lose at least 4% on average. Measured at
+/// step 0.0146–0.0154: sized 1.1–2.4% on average and 2.8–9.0% at worst,
+/// the worst session at 0.77–0.84 of its coded optimum; at 1400 bytes
+/// 4.2–7.3%, 11.8–22.6% and 0.72–0.82 (docs/celerity.md, "Packet size
+/// from the path"). A target outside [0, delay_bound_ms) is refused.
+#[test]
+fn celerity_packets_sized_for_their_paths_come_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"];
+    let mean_loss = |s: &Value| mean_loss(s, &sessions, 100);
+    let sized = scenario_json(dir.path(), "celerity/random-deep.toml", &[]);
+    let (_, worst) = worst_of(&sized, &sessions, 100, of_optimum);
+    let mean = mean_loss(&sized);
+    assert!(
+        worst <= 0.12 && mean <= 0.035,
+        "sized: {worst} loss at worst, {mean} on average"
+    );
+    let full = scenario_with_sets(
+        dir.path(),
+        "celerity/random-deep.toml",
+        &["conference.size_target_ms=0"],
+    );
+    let mean = mean_loss(&full);
+    assert!(mean >= 0.04, "1400 bytes: {mean} loss on average");
+    let text = std::fs::read_to_string(root().join("scenarios/celerity/random-deep.toml")).unwrap();
+    for bad in ["200", "-1"] {
+        let set = format!("conference.size_target_ms={bad}");
+        expect_bad_input(
+            &text,
+            &["--set", &set],
+            &[
+                "conference.size_target_ms",
+                "must be a number >= 0 and below delay_bound_ms",
+            ],
+        );
+    }
 }
 
 /// The floor's cut share (`conference.floor_share`) on a random underlay
@@ -1185,7 +1264,12 @@ fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
 /// (`floor_share = 1`) P3 gets under 70%. Measured over nine points of
 /// step 0.0146–0.0154 × β 17.9–18.1: every session 0.81–0.86 at 0.2–0.4%
 /// loss, P3 0.81–0.87; without the share P3 0.61–0.66 (docs/celerity.md,
-/// "The floor's cut share"). A share outside (0, 1] is refused.
+/// "The floor's cut share"). A share outside (0, 1] is refused. Since
+/// packets are sized for their paths (`size_target`) every session gets
+/// at least 0.852 at 0.1% loss and P3 0.852; without the share P3 gets
+/// 0.701, so the run without it is held at 1400-byte packets
+/// (`size_target_ms = 0`), under which it was measured (P3 0.658;
+/// docs/celerity.md, "Packet size from the path").
 #[test]
 fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     let dir = tempfile::tempdir().unwrap();
@@ -1199,7 +1283,7 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     let off = scenario_with_sets(
         dir.path(),
         "celerity/random-lone.toml",
-        &["conference.floor_share=1"],
+        &["conference.floor_share=1", "conference.size_target_ms=0"],
     );
     let p3 = of_optimum(window(flow(&off, "P3"), 100));
     assert!(p3 < 0.7, "the floor alone: P3 at {p3} of its optimum");
@@ -1431,6 +1515,13 @@ fn peer_dynamics(dir: &Path, sets: &[&str]) -> Value {
 /// the 45 s for neither is held with `police_slack = 0`, under which it
 /// was measured, and 30 s with the slack.
 /// With resuming on as well, see the next test.
+/// Since packets are sized for their paths (`size_target`) the runs with
+/// neither mechanism are held at 1400-byte packets (`size_target_ms =
+/// 0`), under which they were measured: without the two, A's and B's
+/// trees still cross E⇄F twice when their sources decide their size
+/// (47.5 ms of serialisation), so they send 883-byte packets until D's
+/// join, and D is back after 37 s without the slack (docs/celerity.md,
+/// "Packet size from the path").
 #[test]
 fn celerity_quick_start_brings_a_joining_member_up_sooner() {
     let dir = tempfile::tempdir().unwrap();
@@ -1449,6 +1540,7 @@ fn celerity_quick_start_brings_a_joining_member_up_sooner() {
         "conference.resume=0",
         "conference.balance=0",
         "conference.spare=false",
+        "conference.size_target_ms=0",
     ];
     // The policing slack passes some of what quick start's overshoot used
     // to lose at heads: without it, as these figures were measured, D is

@@ -63,6 +63,11 @@ fn bad_configs_are_refused() {
         c.params.age_margin = margin;
         assert!(CelerityPeer::new(c).is_err(), "age {margin:?}");
     }
+    for target in [Duration::ZERO, Duration::from_millis(200)] {
+        let mut c = cfg(3, 0);
+        c.params.size_target = Some(target);
+        assert!(CelerityPeer::new(c).is_err(), "size target {target:?}");
+    }
     let mut c = cfg(3, 0);
     c.params.queue_ceiling = Some(Duration::from_millis(100));
     c.params.balance = 0.03;
@@ -1031,16 +1036,17 @@ fn ideal_step(
     now: Time,
     events: &mut Vec<(usize, Event)>,
 ) {
-    step_over(peers, inflight, now, events, Duration::from_millis(1));
+    step_over(peers, inflight, now, events, |_| Duration::from_millis(1));
 }
 
-/// [`ideal_step`] over links of `delay` each.
+/// [`ideal_step`] over links on which a datagram of `b` bytes takes
+/// `delay(b)` (no queue: every datagram takes that, however many cross).
 fn step_over(
     peers: &mut [CelerityPeer],
     inflight: &mut std::collections::BinaryHeap<std::cmp::Reverse<InFlight>>,
     now: Time,
     events: &mut Vec<(usize, Event)>,
-    delay: Duration,
+    delay: impl Fn(usize) -> Duration,
 ) {
     for (i, p) in peers.iter_mut().enumerate() {
         if p.poll_timeout().is_some_and(|t| t <= now) {
@@ -1051,7 +1057,12 @@ fn step_over(
             // included.
             assert!(t.payload.len() <= MAX_DATAGRAM, "{} bytes", t.payload.len());
             let to = t.to.node.index();
-            inflight.push(std::cmp::Reverse((now + delay, i, to, t.payload)));
+            inflight.push(std::cmp::Reverse((
+                now + delay(t.payload.len()),
+                i,
+                to,
+                t.payload,
+            )));
         }
         while let Some(e) = p.poll_event() {
             events.push((i, e));
@@ -1115,7 +1126,7 @@ fn application_media_goes_through_unchanged_and_padding_stays_inside() {
                     assert_eq!(media, 0);
                     data_sent_before_media[i] += 1
                 }
-                Event::RateOffered { flow, rate } if i == 0 => {
+                Event::RateOffered { flow, rate, .. } if i == 0 => {
                     assert_eq!(flow, FlowId(0));
                     offered.push((ms, rate.as_kbps_f64()));
                 }
@@ -1172,7 +1183,7 @@ fn application_media_past_the_delay_bound_is_dropped_at_the_source() {
                 }
             }
             let delay = Duration::from_millis(link_ms);
-            step_over(&mut peers, &mut inflight, now, &mut events, delay);
+            step_over(&mut peers, &mut inflight, now, &mut events, |_| delay);
             for (i, e) in events.drain(..) {
                 if let (1, Event::FlowReceived { sent_at, .. }) = (i, e) {
                     if now >= burst {
@@ -1564,13 +1575,9 @@ fn a_keyframe_leaves_on_burst_credit_and_arrives_in_time() {
                 }
                 handed_at.push(now);
             }
-            step_over(
-                &mut peers,
-                &mut inflight,
-                now,
-                &mut events,
-                Duration::from_millis(20),
-            );
+            step_over(&mut peers, &mut inflight, now, &mut events, |_| {
+                Duration::from_millis(20)
+            });
             for (i, e) in events.drain(..) {
                 match (i, e) {
                     (1, Event::FlowReceived { sent_at, .. }) => {
@@ -1610,6 +1617,87 @@ fn a_keyframe_leaves_on_burst_credit_and_arrives_in_time() {
             // Two of each keyframe's five.
             assert!(stale >= 7 * 2 - 1, "burst {burst}: stale {stale}");
             assert_eq!(got + stale, pushed, "burst {burst}");
+        }
+    }
+}
+
+/// Three peers on links of 20 ms that take `per_byte_us` µs a byte, each
+/// sending the built-in source at 60 kbit/s with `target` as
+/// `size_target`, for `secs`: the media bytes of every packet each
+/// session sent, with when.
+fn sized_sessions(per_byte_us: f64, target: Option<Duration>, secs: u64) -> Vec<Vec<(Time, u32)>> {
+    let n = 3;
+    let mut peers: Vec<CelerityPeer> = (0..n)
+        .map(|me| {
+            let mut c = cfg(n, me);
+            c.params.max_rate = Some(Rate::from_kbps_f64(60.0));
+            c.params.size_target = target;
+            CelerityPeer::new(c).unwrap()
+        })
+        .collect();
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut sizes = vec![Vec::new(); n];
+    let mut now = Time::ZERO;
+    let delay = |b: usize| Duration::from_secs_f64(0.02 + b as f64 * per_byte_us * 1e-6);
+    while now < Time::from_secs(secs) {
+        step_over(&mut peers, &mut inflight, now, &mut events, delay);
+        for (i, e) in events.drain(..) {
+            if let Event::FlowSent { payload_bytes, .. } = e {
+                sizes[i].push((now, payload_bytes));
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    for (p, sent) in peers.iter().zip(&sizes) {
+        let last = sent.last().map_or(0, |&(_, b)| b);
+        assert_eq!(p.offered_packet_bytes(), last);
+        assert_eq!(p.counters().malformed, 0);
+    }
+    sizes
+}
+
+/// `size_target`: on links that take 40 µs a byte (200 kbit/s: a
+/// 1400-byte packet takes 56 ms a hop) every source sends 1400-byte
+/// packets until its trees have settled ([`SIZE_SETTLE`]), then one size
+/// that crosses its longest path in at most 30 ms (at most 750 bytes
+/// direct, 375 over a relay), and holds it. Links of 10 µs a byte (14 ms
+/// a hop, 28 over two) keep 1400; so does the whole conference with the
+/// target off. The tails' measure reaches the sources over the wire
+/// ([`Control::Serialisation`], [`Control::Serialisations`]).
+#[test]
+fn sources_size_their_packets_for_their_slowest_path_and_hold_it() {
+    let target = Some(Duration::from_millis(30));
+    for (m, sent) in sized_sessions(40.0, target, 40).iter().enumerate() {
+        let before: Vec<u32> = sent
+            .iter()
+            .filter(|(t, _)| *t < Time::from_secs(19))
+            .map(|&(_, b)| b)
+            .collect();
+        assert!(
+            before.len() > 50 && before.iter().all(|&b| b == 1400),
+            "{m}"
+        );
+        let after: Vec<u32> = sent
+            .iter()
+            .filter(|(t, _)| *t >= Time::from_secs(21))
+            .map(|&(_, b)| b)
+            .collect();
+        let size = after[0];
+        assert!((MIN_PACKET_BYTES..=750).contains(&size), "{m}: {size}");
+        assert!(after.iter().all(|&b| b == size), "{m}: {after:?}");
+        // The rate holds: more, smaller packets.
+        assert!(
+            after.len() as f64 >= 0.9 * 19.0 * 60e3 / 8.0 / f64::from(size),
+            "{m}"
+        );
+    }
+    for (per_byte, target) in [(10.0, target), (40.0, None)] {
+        for sent in sized_sessions(per_byte, target, 30) {
+            assert!(
+                sent.iter().all(|&(_, b)| b == 1400),
+                "{per_byte} {target:?}"
+            );
         }
     }
 }

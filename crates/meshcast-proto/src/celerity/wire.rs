@@ -145,6 +145,26 @@ pub enum Control {
         /// Fraction of the link's packets lost, in units of 1/65535.
         loss: u16,
     },
+    /// Tail → head: how long the head's link to the tail takes to
+    /// serialise one byte more, summed over the path's hops (the tail
+    /// measures it from the difference of its data and control packets'
+    /// base delays), so that the sources can size their packets for their
+    /// trees' paths (see `CelerityParams::size_target`). Sent with rate
+    /// updates when it moved or every [`SERIALISATION_HEARTBEAT`].
+    Serialisation {
+        /// Seconds per byte, in units of [`SERIALISATION_UNIT`]
+        /// (saturating).
+        per_byte: u16,
+    },
+    /// Head → source: [`Control::Serialisation`] of the head's outgoing
+    /// links, as their tails last said, for the source's packet size. Sent
+    /// with link-state reports when one moved or every
+    /// [`SERIALISATION_HEARTBEAT`].
+    Serialisations {
+        /// `(tail member, seconds per byte in units of
+        /// [`SERIALISATION_UNIT`])`.
+        links: Vec<(u8, u16)>,
+    },
     /// Control from `origin` for `dest`, carried by a neighbour because the
     /// overlay link between them is down. The relay forwards it to `dest`
     /// directly (one relay hop; relays are never nested).
@@ -177,6 +197,18 @@ const TLV_SESSION: u8 = 5;
 const TLV_REACH: u8 = 6;
 const TLV_RELAY: u8 = 7;
 const TLV_LOSS: u8 = 8;
+const TLV_SERIAL: u8 = 9;
+const TLV_SERIALS: u8 = 10;
+
+/// The unit of [`Control::Serialisation`]: 10 ns per byte (a 600 kbit/s
+/// hop is 1333 units; 65535 units is a path of 12.2 kbit/s).
+pub const SERIALISATION_UNIT: f64 = 1e-8;
+
+/// How often a tail repeats its link's [`Control::Serialisation`] and a
+/// head its links' [`Control::Serialisations`] to a source when nothing
+/// moved (a base delay changes over minutes, if at all; the repeats stand
+/// for a lost message).
+pub const SERIALISATION_HEARTBEAT: meshcast_core::Duration = meshcast_core::Duration::from_secs(10);
 
 /// Why a Celerity packet was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -413,6 +445,23 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                     loss: be_u16(body, 0),
                 });
             }
+            TLV_SERIAL => {
+                if len != 2 {
+                    return Err(CelerityWireError::Invalid("serialisation length"));
+                }
+                out.push(Control::Serialisation {
+                    per_byte: be_u16(body, 0),
+                });
+            }
+            TLV_SERIALS => {
+                if len % 3 != 0 {
+                    return Err(CelerityWireError::Invalid("serialisations length"));
+                }
+                let links = (0..len / 3)
+                    .map(|i| (body[3 * i], be_u16(body, 3 * i + 1)))
+                    .collect();
+                out.push(Control::Serialisations { links });
+            }
             TLV_RELAY => {
                 if !outer {
                     return Err(CelerityWireError::Invalid("nested relay"));
@@ -484,6 +533,19 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
             out.extend_from_slice(&[TLV_LOSS, 2]);
             out.extend_from_slice(&loss.to_be_bytes());
         }
+        Control::Serialisation { per_byte } => {
+            out.extend_from_slice(&[TLV_SERIAL, 2]);
+            out.extend_from_slice(&per_byte.to_be_bytes());
+        }
+        Control::Serialisations { links } => {
+            let links = &links[..links.len().min(85)];
+            out.push(TLV_SERIALS);
+            out.push((3 * links.len()) as u8);
+            for &(to, s) in links {
+                out.push(to);
+                out.extend_from_slice(&s.to_be_bytes());
+            }
+        }
         Control::Relay {
             origin,
             dest,
@@ -510,7 +572,7 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
 /// an earlier one with the same key still waiting to be sent.
 fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
     match tlv.first().copied()? {
-        TLV_RATE | TLV_REACH | TLV_LOSS => Some((tlv[0], 0)),
+        TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS => Some((tlv[0], 0)),
         TLV_STATE | TLV_SESSION => tlv.get(2).map(|&s| (tlv[0], s)),
         _ => None,
     }
@@ -858,6 +920,10 @@ mod tests {
             Control::Bye,
             Control::Reach { hears: 0b1011 },
             Control::LinkLoss { loss: 3277 },
+            Control::Serialisation { per_byte: 1333 },
+            Control::Serialisations {
+                links: vec![(1, 2667), (3, u16::MAX)],
+            },
             Control::Relay {
                 origin: 3,
                 dest: 0,
@@ -1007,6 +1073,12 @@ mod tests {
             Err(CelerityWireError::Truncated { .. })
         ));
         assert!(parse(&bytes[..5]).is_err());
+        // A serialisation of other than two bytes, serialisations not in
+        // threes.
+        for bad in [&[TLV_SERIAL, 1, 0][..], &[TLV_SERIALS, 2, 1, 0]] {
+            let bytes = emit_control_packet(link, bad);
+            assert!(matches!(parse(&bytes), Err(CelerityWireError::Invalid(_))));
+        }
     }
 
     fn arb_header() -> impl Strategy<Value = DataHeader> {
