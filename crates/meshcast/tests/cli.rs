@@ -333,12 +333,12 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
 ///
 /// Since packets are sized for their paths (`size_target`, 15% of the
 /// bound: 15 ms at 100, 9 ms at 60, under the dumbbell's 23 ms), the
-/// sessions send smaller packets at these bounds: 100 ms gives 222.8–225.4
+/// sessions send smaller packets at these bounds: 100 ms gives 222.6–225.2
 /// kbit/s at 0.1% loss (the headers' larger share costs 2.6%), and
-/// without the ceiling 222.0–223.5 at 0.2%, so the ceiling's run is held
+/// without the ceiling 221.8–222.8 at 0.1%, so the ceiling's run is held
 /// at 1400-byte packets (`size_target_ms = 0`), under which it was
 /// measured (and gives 214.1–217.7 kbit/s and 3.8–5.4%); 60 ms gives
-/// 213.6–217.7 at under 0.1% loss (202.7–219.4 and 3.7–10.9% at 1400
+/// 213.2–217.4 at under 0.1% loss (202.7–219.4 and 3.7–10.9% at 1400
 /// bytes; docs/celerity.md, "Packet size from the path").
 #[test]
 fn a_shorter_delay_bound_keeps_its_margins_and_its_queue_inside_it() {
@@ -1127,8 +1127,8 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
 /// docs/celerity.md).
 ///
 /// Since packets are sized for their paths (`size_target`): with the
-/// guards 0.907 and 0.2% (0.927 and 0.2% at 1400 bytes); with neither
-/// guard the sized packets alone keep the worst loss at 12.2% (41.0% at
+/// guards 0.908 and 0.2% (0.927 and 0.2% at 1400 bytes); with neither
+/// guard the sized packets alone keep the worst loss at 19.8% (41.0% at
 /// 1400 bytes), so the run without the guards is held at 1400-byte
 /// packets (`size_target_ms = 0`), under which it was measured
 /// (docs/celerity.md, "Packet size from the path").
@@ -1182,7 +1182,7 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// cautious ramp").
 ///
 /// Since packets are sized for their paths (`size_target`): with the
-/// forecast 0.765, 9.0% and 2.4%; without it 0.698, 16.6% and 4.0%, so
+/// forecast 0.735, 10.1% and 2.8%; without it 0.722, 13.9% and 4.7%, so
 /// the run without it is held at 1400-byte packets (`size_target_ms =
 /// 0`), under which it was measured (0.634, 32.1% and 13.5% at the
 /// default point; docs/celerity.md, "Packet size from the path").
@@ -1221,8 +1221,8 @@ fn random_deep(dir: &Path, sets: &[&str]) -> (f64, f64, f64) {
 /// hop to serialise). Sized, the sessions lose at most 3.5% of their
 /// packets on average and the worst at most 12%; with 1400-byte packets
 /// (`size_target_ms = 0`) they lose at least 4% on average. Measured at
-/// step 0.0146–0.0154: sized 1.1–2.4% on average and 2.8–9.0% at worst,
-/// the worst session at 0.765–0.837 of its coded optimum; at 1400 bytes
+/// step 0.0146–0.0154: sized 1.9–2.8% on average and 5.2–10.1% at worst,
+/// the worst session at 0.735–0.823 of its coded optimum; at 1400 bytes
 /// 4.2–7.3%, 11.8–22.6% and 0.722–0.821 (docs/celerity.md, "Packet size
 /// from the path"). A target outside [0, delay_bound_ms) is refused.
 #[test]
@@ -1261,8 +1261,8 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
 /// loss, P3 0.81–0.87; without the share P3 0.61–0.66 (docs/celerity.md,
 /// "The floor's cut share"). A share outside (0, 1] is refused. Since
 /// packets are sized for their paths (`size_target`) every session gets
-/// at least 0.852 at 0.1% loss and P3 0.852; without the share P3 gets
-/// 0.701, so the run without it is held at 1400-byte packets
+/// at least 0.846 at 0.2% loss and P3 0.846; without the share P3 gets
+/// 0.725, so the run without it is held at 1400-byte packets
 /// (`size_target_ms = 0`), under which it was measured (P3 0.658;
 /// docs/celerity.md, "Packet size from the path").
 #[test]
@@ -1513,10 +1513,10 @@ fn peer_dynamics(dir: &Path, sets: &[&str]) -> Value {
 /// Since packets are sized for their paths (`size_target`) the runs with
 /// neither mechanism are held at 1400-byte packets (`size_target_ms =
 /// 0`), under which they were measured: without the two, A's and B's
-/// trees still cross E⇄F twice when their sources decide their size
-/// (47.5 ms of serialisation), so they send 883-byte packets until D's
-/// join, and D is back after 37 s without the slack (docs/celerity.md,
-/// "Packet size from the path").
+/// trees cross E⇄F twice for the first 100 s (47.5 ms of serialisation),
+/// so they send 883-byte packets from 20 s to 100 s, and D is back after
+/// 82 s without the slack, 48 with it (docs/celerity.md, "Packet size
+/// from the path").
 #[test]
 fn celerity_quick_start_brings_a_joining_member_up_sooner() {
     let dir = tempfile::tempdir().unwrap();

@@ -223,6 +223,12 @@ fn run(max_rate_kbps: u32, offered_bps: f64, extra: &str) -> Run {
         }
         panic!("the offered rate did not reach {offered_bps} bit/s in 20 s: {offered:?}{said}");
     }
+    // Beside the rate, the packet size for the session's paths: loopback
+    // serialises nothing to speak of, so full units.
+    assert_eq!(
+        metric(metrics_port, "meshcast_offered_packet_bytes"),
+        Some(1400.0)
+    );
     // The receiver listens before anything is sent (the stream carries its
     // decoder configuration in band, so this SDP is all it needs). It
     // starts just before the sender: it gives up on a stream that does not

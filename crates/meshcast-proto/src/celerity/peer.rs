@@ -265,10 +265,12 @@ pub struct CelerityParams {
     /// sources ([`Control::Serialisations`]), and each source sizes its
     /// packets so that one crosses its trees' longest path's links in at
     /// most this, within [`MIN_PACKET_BYTES`]..=`media_bytes`. The size is
-    /// decided [`SIZE_SETTLE`] after the start and after each membership
-    /// change (the trees are settling before) and held in between: a size
-    /// moved at every packing chased the trees' paths as they came and
-    /// went, and doubled the late drops. On random underlays whose every
+    /// decided every [`SIZE_SETTLE`] from the start and from each
+    /// membership change, on the median over that time's packings of their
+    /// longest path, and held in between: a size moved at every packing
+    /// chased the trees' paths as they came and went, and doubled the late
+    /// drops; decided once after each change, it kept for good a size for
+    /// trees that went later. On random underlays whose every
     /// overlay hop crosses two 600 kbit/s links a relayed path spends 75 ms
     /// of a 200-ms bound serialising 1400-byte packets; 30 ms let 89 of 90
     /// underlays keep every session's loss at 5% or less (83 with
@@ -509,9 +511,10 @@ pub const BALANCE_TOLERANCE: f64 = 0.25;
 /// to (a quarter of a full one: below it the headers' share passes 5%).
 pub const MIN_PACKET_BYTES: u32 = 350;
 
-/// How long after the start and after a membership change a source
-/// decides its packet size ([`CelerityParams::size_target`]): its trees
-/// are settling before. Deciding after 10 or 40 s instead of 20 gave the
+/// How often a source decides its packet size, from the start and from
+/// each membership change, on the median of the packings of the time
+/// before ([`CelerityParams::size_target`]): the trees settle after a
+/// change. A size decided once after 10 or 40 s instead of 20 gave the
 /// same figures on the random underlays.
 pub const SIZE_SETTLE: Duration = Duration::from_secs(20);
 
@@ -1064,6 +1067,10 @@ struct Source {
     /// When to decide the packet size next (at the first packing from
     /// then on).
     size_at: Option<Time>,
+    /// The longest path's serialisation per byte at each packing of the
+    /// last [`SIZE_SETTLE`] since the last membership change (see
+    /// [`CelerityParams::size_target`]), with when.
+    paths: VecDeque<(Time, f64)>,
     /// The last planning's input and answer (see [`Plan`]).
     plan: Option<Plan>,
 }
@@ -1482,8 +1489,10 @@ impl CelerityPeer {
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
         // The trees will change: decide the packet size again once they
-        // have settled, holding the old one until then.
+        // have settled, on their paths alone, holding the old one until
+        // then.
         self.src.size_at = Some(now + SIZE_SETTLE);
+        self.src.paths.clear();
         // Every link starts quick start afresh, at its full pace, and ends
         // it only on news (see `CelerityParams::fresh_exit`).
         self.cautious_until = None;
@@ -2445,10 +2454,11 @@ impl CelerityPeer {
         }
     }
 
-    /// Decide the session's packet size for its trees (see
-    /// [`CelerityParams::size_target`]) if it is time to and every link of
-    /// the trees has a known serialisation; else leave it for a later
-    /// packing.
+    /// Note the longest path of the trees just packed and, if it is time
+    /// to, decide the session's packet size on the median of the last
+    /// [`SIZE_SETTLE`]'s (see [`CelerityParams::size_target`]). Packings
+    /// whose trees have a link not yet measured are left out; with none
+    /// measured the decision waits for a later packing.
     fn decide_size(&mut self, now: Time) {
         let (Some(target), Some(at)) = (self.cfg.params.size_target, self.src.size_at) else {
             return;
@@ -2456,13 +2466,23 @@ impl CelerityPeer {
         if !self.celerity_trees() {
             return;
         }
-        if now < at {
+        if let Some(longest) = self.longest_path_per_byte(self.src.schedule.trees()) {
+            self.src.paths.push_back((now, longest));
+        }
+        let paths = &mut self.src.paths;
+        while paths
+            .front()
+            .is_some_and(|&(t, _)| now.saturating_since(t) > SIZE_SETTLE)
+        {
+            paths.pop_front();
+        }
+        if now < at || paths.is_empty() {
             return;
         }
-        let Some(longest) = self.longest_path_per_byte(self.src.schedule.trees()) else {
-            return;
-        };
-        self.src.size_at = None;
+        let mut longest: Vec<f64> = paths.iter().map(|&(_, l)| l).collect();
+        longest.sort_by(f64::total_cmp);
+        let longest = longest[longest.len() / 2];
+        self.src.size_at = Some(now + SIZE_SETTLE);
         let most = self.cfg.params.media_bytes;
         let fit = if longest > 0.0 {
             (target.as_secs_f64() / longest)

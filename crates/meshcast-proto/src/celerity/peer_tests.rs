@@ -1661,7 +1661,8 @@ fn sized_sessions(per_byte_us: f64, target: Option<Duration>, secs: u64) -> Vec<
 /// 1400-byte packet takes 56 ms a hop) every source sends 1400-byte
 /// packets until its trees have settled ([`SIZE_SETTLE`]), then one size
 /// that crosses its longest path in at most 30 ms (at most 750 bytes
-/// direct, 375 over a relay), and holds it. Links of 10 µs a byte (14 ms
+/// direct, 375 over a relay), and keeps it at every later decision (every
+/// [`SIZE_SETTLE`]: nothing changes on these links). Links of 10 µs a byte (14 ms
 /// a hop, 28 over two) keep 1400; so does the whole conference with the
 /// target off. The tails' measure reaches the sources over the wire
 /// ([`Control::Serialisation`], [`Control::Serialisations`]).
