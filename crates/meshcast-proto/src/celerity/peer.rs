@@ -272,9 +272,9 @@ pub struct CelerityParams {
     /// drops; decided once after each change, it kept for good a size for
     /// trees that went later. On random underlays whose every
     /// overlay hop crosses two 600 kbit/s links a relayed path spends 75 ms
-    /// of a 200-ms bound serialising 1400-byte packets; 30 ms let 89 of 90
+    /// of a 200-ms bound serialising 1400-byte packets; 30 ms let 88 of 90
     /// underlays keep every session's loss at 5% or less (83 with
-    /// 1400-byte packets) and cut the late drops by 60% (docs/celerity.md,
+    /// 1400-byte packets) and cut the late drops by 57% (docs/celerity.md,
     /// "Packet size from the path"). Paths shorter than this (the
     /// dumbbell's: 23 ms) keep `media_bytes`. The built-in source sends at
     /// the size; application media is offered it
@@ -2405,7 +2405,7 @@ impl CelerityPeer {
         }
         self.src.relay_side = relay_side;
         self.src.recv_side = recv_side;
-        let trees: Vec<(Tree, f64)> = packing
+        let trees = packing
             .trees
             .iter()
             .map(|t| {
