@@ -52,11 +52,9 @@ impl Membership for ConferenceHook {
             // so that the participants' keyframes do not all fall at once.
             Some(v) => {
                 let offset = v.keyframe_interval.as_secs_f64() * i as f64 / self.nodes.len() as f64;
-                let unit = self.configs[i].params.media_bytes;
                 Box::new(VideoApp::new(
                     peer,
                     v,
-                    unit,
                     now + Duration::from_secs_f64(offset),
                 ))
             }

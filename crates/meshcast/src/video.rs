@@ -69,7 +69,6 @@ pub fn packetise(bytes: usize, unit: usize) -> Vec<usize> {
 pub struct VideoApp {
     peer: CelerityPeer,
     video: VideoParams,
-    unit: usize,
     next_frame: Time,
     frame: u64,
     closed: bool,
@@ -78,15 +77,14 @@ pub struct VideoApp {
 impl VideoApp {
     /// Wrap `peer` (switched to application media, with padding until the
     /// first frame) with an encoder whose first frame, a keyframe, comes
-    /// at `start`. Frames are at most `unit` bytes a packet, and at most
-    /// what the peer offers
-    /// ([`CelerityPeer::offered_packet_bytes`]).
-    pub fn new(mut peer: CelerityPeer, video: VideoParams, unit: u32, start: Time) -> VideoApp {
+    /// at `start`. Frames go out in packets of what the peer offers
+    /// ([`CelerityPeer::offered_packet_bytes`]: at most its
+    /// `media_bytes`).
+    pub fn new(mut peer: CelerityPeer, video: VideoParams, start: Time) -> VideoApp {
         peer.set_app_media(true, true);
         VideoApp {
             peer,
             video,
-            unit: unit as usize,
             next_frame: start,
             frame: 0,
             closed: false,
@@ -98,7 +96,7 @@ impl VideoApp {
         while !self.closed && self.next_frame <= now {
             let bps = self.peer.offered_rate().as_bps() as f64;
             let bytes = self.video.frame_bytes(self.frame, bps);
-            let unit = self.unit.min(self.peer.offered_packet_bytes() as usize);
+            let unit = self.peer.offered_packet_bytes() as usize;
             for len in packetise(bytes, unit) {
                 self.peer.handle_media(now, &vec![0u8; len]);
             }

@@ -1062,7 +1062,8 @@ struct Source {
     /// said ([`Control::Serialisations`]), seconds.
     per_byte: Vec<Option<f64>>,
     /// The packet size decided for the session's paths (see
-    /// [`CelerityParams::size_target`]); `None` until the first decision.
+    /// [`CelerityParams::size_target`]); `None` while `media_bytes`
+    /// stands.
     packet_bytes: Option<u32>,
     /// When to decide the packet size next (at the first packing from
     /// then on).
@@ -2492,11 +2493,9 @@ impl CelerityPeer {
             most
         };
         let size = fit.max(MIN_PACKET_BYTES.min(most));
-        let held = self.src.packet_bytes.unwrap_or(most);
+        let held = self.offered_packet_bytes();
         if (f64::from(size) - f64::from(held)).abs() > SIZE_HYSTERESIS * f64::from(held) {
             self.src.packet_bytes = Some(size);
-        } else if self.src.packet_bytes.is_none() {
-            self.src.packet_bytes = Some(held);
         }
     }
 
@@ -2525,20 +2524,13 @@ impl CelerityPeer {
         Some(longest)
     }
 
-    /// The media bytes of the session's packets: `media_bytes`, or the size
-    /// decided for its paths (see [`CelerityParams::size_target`]).
-    fn packet_bytes(&self) -> u32 {
-        let most = self.cfg.params.media_bytes;
-        self.src.packet_bytes.map_or(most, |b| b.min(most))
-    }
-
     /// The most media bytes a packet of this peer's session should carry
-    /// now: `media_bytes`, or less on long paths (see
-    /// [`CelerityParams::size_target`]). An application carrying its own
-    /// media should packetise to it (an RTP payloader's MTU); larger units
-    /// are still carried.
+    /// now: `media_bytes`, or the size decided for its paths, less on long
+    /// ones (see [`CelerityParams::size_target`]). The built-in source
+    /// sends at it; an application carrying its own media should packetise
+    /// to it (an RTP payloader's MTU); larger units are still carried.
     pub fn offered_packet_bytes(&self) -> u32 {
-        self.packet_bytes()
+        self.src.packet_bytes.unwrap_or(self.cfg.params.media_bytes)
     }
 
     /// Seconds until the head of `u → v` has room for one more packet of
@@ -2593,7 +2585,7 @@ impl CelerityPeer {
     /// [`CelerityParams::media_sizes`]).
     fn synthetic_size(&self) -> u32 {
         let sizes = &self.cfg.params.media_sizes;
-        let most = self.packet_bytes();
+        let most = self.offered_packet_bytes();
         if sizes.is_empty() {
             most
         } else {
@@ -2603,7 +2595,7 @@ impl CelerityPeer {
 
     /// The time between two media packets at the session's rate.
     fn packet_gap(&self) -> Duration {
-        self.gap_for(f64::from(self.packet_bytes()))
+        self.gap_for(f64::from(self.offered_packet_bytes()))
     }
 
     /// The time a packet of `bytes` of media takes at the session's rate.
