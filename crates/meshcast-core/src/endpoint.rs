@@ -1,6 +1,6 @@
 //! The sans-IO surface every protocol role implements.
 
-use crate::ids::{Addr, FlowId};
+use crate::ids::{Addr, FlowId, NodeId};
 use crate::time::Time;
 
 /// A datagram an endpoint wants sent.
@@ -100,6 +100,48 @@ pub enum Event {
         /// Coded repairs for loss recovery (whole packets).
         repair: u32,
     },
+    /// The endpoint's link rate control updated one session's rate on the
+    /// overlay link into it from `head` (once per control interval and
+    /// session; only endpoints asked to trace their control report it).
+    LinkControl(LinkControl),
+}
+
+/// One session's link rate control on one overlay link, as the link's
+/// tail saw it in one control interval ([`Event::LinkControl`]): the
+/// inputs of a primal-dual rate rule (Celerity's rule (10)) and its
+/// outcome. Times are seconds, as the rule counts its prices.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct LinkControl {
+    /// The node at the link's head.
+    pub head: NodeId,
+    /// The session's flow.
+    pub flow: FlowId,
+    /// The session's rate on the link after the update, kbit/s.
+    pub rate_kbps: f64,
+    /// Whether the session's critical cut crossed the link.
+    pub in_cut: bool,
+    /// The gain the rule credited where the cut crosses the link, s: the
+    /// session's `U′`, or the gain floor's where that acts (0 out of the
+    /// cut).
+    pub gain: f64,
+    /// The session's `U′` as the rule used it, s.
+    pub uprime: f64,
+    /// The link's price, s: the loss rate plus the weighted queuing delay
+    /// and its trend, scaled, plus the guards.
+    pub price: f64,
+    /// The interval's mean queuing delay on the link, s.
+    pub queue: f64,
+    /// The guards' part of the price, s.
+    pub guard: f64,
+    /// The interval's loss rate on the link (after local recovery).
+    pub loss: f64,
+    /// The weight of the queue in the price (1 where a queue stands).
+    pub standing: f64,
+    /// The smoothed share of intervals in which the session's cut
+    /// crossed the link.
+    pub cut_share: f64,
+    /// The gain floor on the link, s (0 where it does not act).
+    pub floor: f64,
 }
 
 /// Why an endpoint dropped a data packet ([`Event::FlowDropped`]).

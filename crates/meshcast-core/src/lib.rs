@@ -36,7 +36,7 @@ pub mod rng;
 pub mod time;
 pub mod units;
 
-pub use endpoint::{DropCause, Endpoint, Event, Transmit};
+pub use endpoint::{DropCause, Endpoint, Event, LinkControl, Transmit};
 pub use ids::{Addr, FlowId, NodeId};
 pub use rng::Rng;
 pub use time::{Duration, Time};

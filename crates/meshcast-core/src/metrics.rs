@@ -403,7 +403,7 @@ impl FlowRecorder {
                     });
                 }
             }
-            Event::RateOffered { .. } => {}
+            Event::RateOffered { .. } | Event::LinkControl(_) => {}
         }
     }
 

@@ -2,7 +2,7 @@
 
 use crate::network::{LinkId, Network};
 use crate::routing::Routes;
-use crate::stats::{Counters, LinkRecord, MembershipChange, NS_PER_S, RunStats};
+use crate::stats::{ControlRecord, Counters, LinkRecord, MembershipChange, NS_PER_S, RunStats};
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::rng::{Rng, child_seed, rng_from_seed};
 use meshcast_core::{
@@ -237,6 +237,9 @@ struct Fabric {
     free: Vec<u32>,
     counters: Counters,
     flows: FlowRecorder,
+    /// The link rate controls' states the endpoints reported
+    /// ([`Event::LinkControl`]), in time order.
+    control: Vec<ControlRecord>,
 }
 
 impl Fabric {
@@ -442,7 +445,14 @@ impl Fabric {
     }
 
     fn record(&mut self, node: NodeId, ev: Event) {
-        self.flows.record(node, self.now, &ev);
+        match ev {
+            Event::LinkControl(state) => self.control.push(ControlRecord {
+                at: self.now,
+                tail: node,
+                state,
+            }),
+            ev => self.flows.record(node, self.now, &ev),
+        }
     }
 }
 
@@ -515,6 +525,7 @@ impl Sim {
                 free: Vec::new(),
                 counters: Counters::default(),
                 flows: FlowRecorder::new(),
+                control: Vec::new(),
             },
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -843,6 +854,7 @@ impl Sim {
             links,
             counters: self.fab.counters,
             membership: self.membership_log,
+            control: self.fab.control,
         }
     }
 }

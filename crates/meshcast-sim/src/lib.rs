@@ -34,4 +34,4 @@ pub mod stats;
 
 pub use engine::{Action, BoundEndpoints, Membership, Sim, SimError, TRAFFIC_BASE_PORT};
 pub use network::{LinkId, LinkParams, Network, NetworkError, NodeKind, QueueLimit, Red};
-pub use stats::{Counters, LinkFigures, LinkRecord, MembershipChange, RunStats};
+pub use stats::{ControlRecord, Counters, LinkFigures, LinkRecord, MembershipChange, RunStats};

@@ -3,7 +3,7 @@
 
 use crate::network::{LinkId, Network};
 use meshcast_core::metrics::FlowRecorder;
-use meshcast_core::{NodeId, Rate, Time};
+use meshcast_core::{LinkControl, NodeId, Rate, Time};
 
 pub(crate) const NS_PER_S: u64 = 1_000_000_000;
 
@@ -178,4 +178,19 @@ pub struct RunStats {
     pub counters: Counters,
     /// Joins and leaves in time order.
     pub membership: Vec<MembershipChange>,
+    /// The link rate controls' states, in time order: empty unless the
+    /// endpoints were asked to trace their control
+    /// ([`meshcast_core::Event::LinkControl`]).
+    pub control: Vec<ControlRecord>,
+}
+
+/// One [`meshcast_core::Event::LinkControl`] as the driver recorded it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ControlRecord {
+    /// When the tail updated the rate.
+    pub at: Time,
+    /// The node at the link's tail (the endpoint that reported it).
+    pub tail: NodeId,
+    /// The state.
+    pub state: LinkControl,
 }

@@ -4,7 +4,9 @@ use super::base_delay::BaseDelay;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::schedule::Schedule;
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
-use meshcast_core::{Addr, DropCause, Duration, Endpoint, Event, FlowId, Rate, Time, Transmit};
+use meshcast_core::{
+    Addr, DropCause, Duration, Endpoint, Event, FlowId, LinkControl, Rate, Time, Transmit,
+};
 use meshcast_plan::{Cut, Model, Packing, SessionGraph, Tree};
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -249,6 +251,11 @@ pub struct CelerityParams {
     /// at the packed rates: they still send to the rates. Simulcast's and
     /// Mutualcast's heads police with the same slack.
     pub police_slack: f64,
+    /// Report every link rate update, per session and interval, as an
+    /// [`Event::LinkControl`] (off by default: one event per session,
+    /// link and control interval). For tracing the loop
+    /// (`meshcast run --trace-control`, docs/report-format.md).
+    pub trace_control: bool,
     /// Link rate control interval (§5.1: 200 ms).
     pub control_interval: Duration,
     /// Link-state report and tree packing interval (§5.1: 300 ms).
@@ -573,6 +580,7 @@ impl Default for CelerityParams {
             gain_floor: 2.5,
             floor_share: 0.25,
             police_slack: 0.1,
+            trace_control: false,
             control_interval: Duration::from_millis(200),
             report_interval: Duration::from_millis(300),
             media_bytes: 1400,
@@ -1892,6 +1900,8 @@ impl CelerityPeer {
             inc.ramping = false;
             inc.ramp_end = rates_before;
         }
+        let trace = self.cfg.params.trace_control;
+        let mut traced = Vec::new();
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let (gain, uprime) = terms[m];
             inc.in_cut[m] = gain > 0.0;
@@ -1972,7 +1982,26 @@ impl CelerityPeer {
                 step = 0.0;
             }
             inc.rates[m] = (c + step).max(0.0);
+            if trace {
+                traced.push(LinkControl {
+                    head: self.cfg.participants[u].node,
+                    flow: self.cfg.flows[m],
+                    rate_kbps: inc.rates[m],
+                    in_cut: gain > 0.0,
+                    gain,
+                    uprime,
+                    price,
+                    queue: inc.qdelay,
+                    guard,
+                    loss: inc.loss,
+                    standing,
+                    cut_share: inc.cut_share[m],
+                    floor,
+                });
+            }
         }
+        self.events
+            .extend(traced.into_iter().map(Event::LinkControl));
         ends
     }
 

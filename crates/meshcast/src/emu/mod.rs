@@ -494,6 +494,7 @@ pub fn emulate(
             links: records,
             counters,
             membership,
+            control: Vec::new(),
         },
         wall_s,
         delay,
