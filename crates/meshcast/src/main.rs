@@ -242,6 +242,11 @@ struct RunArgs {
     /// progress bar).
     #[arg(long)]
     json: bool,
+    /// Also write control.csv: every conference peer's link rate control,
+    /// per session, link and control interval (docs/report-format.md).
+    /// `run` only.
+    #[arg(long)]
+    trace_control: bool,
 }
 
 /// A failure and the exit status it earns.
@@ -261,6 +266,15 @@ fn run(args: RunArgs) -> Result<(), Failure> {
     let mut sc = Scenario::load(&args.scenario, &args.sets).map_err(bad_input)?;
     if let Some(seed) = args.seed {
         sc.seed = seed;
+    }
+    if args.trace_control {
+        let Some(c) = sc.conference.as_mut() else {
+            return Err(bad_input(anyhow::anyhow!(
+                "{}: --trace-control traces a conference's link rate control, and the scenario has no [conference]",
+                args.scenario.display()
+            )));
+        };
+        c.params.trace_control = true;
     }
     let mut sim = build(&sc)
         .with_context(|| format!("{}: cannot build the scenario", args.scenario.display()))
@@ -351,6 +365,11 @@ fn progress_bar(
 }
 
 fn emu(args: RunArgs) -> Result<(), Failure> {
+    if args.trace_control {
+        return Err(bad_input(anyhow::anyhow!(
+            "--trace-control traces the simulator's peers: use `meshcast run`"
+        )));
+    }
     let mut sc = Scenario::load(&args.scenario, &args.sets).map_err(bad_input)?;
     if let Some(seed) = args.seed {
         sc.seed = seed;

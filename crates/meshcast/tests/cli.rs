@@ -1293,6 +1293,110 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     }
 }
 
+/// `--trace-control` writes control.csv: every peer's link rate update,
+/// per session, overlay link and control interval (docs/report-format.md).
+/// On peer dynamics (D present from 120 s to 300 s) the rows name only
+/// present members, a session's rate on a link is credited a gain only
+/// where its cut crosses the link, and over [135,300] the rates of A's
+/// session on the links into C add up to at least what C received of it
+/// (a link's rate is what its head may send). Without the flag no file is
+/// written and the summary is the same; a scenario without a conference,
+/// and `emu`, refuse the flag.
+#[test]
+fn trace_control_writes_every_link_rate_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = root().join("scenarios/celerity/peer-dynamics.toml");
+    let out = dir.path().join("traced");
+    let o = meshcast(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--json",
+            "--trace-control",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let text = std::fs::read_to_string(out.join("control.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "t_s,tail,head,session,rate_kbps,in_cut,gain_ms,uprime_ms,price_ms,queue_ms,guard_ms,loss,standing,cut_share,floor_ms"
+    );
+    let (mut rows, mut last_t, mut into_c) = (0, 0.0, 0.0);
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 15, "{line}");
+        let v: Vec<f64> = f[4..].iter().map(|x| x.parse().unwrap()).collect();
+        let t: f64 = f[0].parse().unwrap();
+        let (tail, head, session) = (f[1], f[2], f[3]);
+        assert!(t >= last_t, "time order: {line}");
+        last_t = t;
+        assert!(tail != head && tail != session, "{line}");
+        for who in [tail, head, session] {
+            assert!(["A", "B", "C", "D"].contains(&who), "{line}");
+            if who == "D" {
+                assert!((120.0..=301.0).contains(&t), "D absent: {line}");
+            }
+        }
+        assert!(v.iter().all(|x| x.is_finite()) && v[0] >= 0.0, "{line}");
+        let (in_cut, gain) = (v[1], v[2]);
+        assert!(in_cut == 0.0 || in_cut == 1.0, "{line}");
+        assert_eq!(in_cut == 1.0, gain > 0.0, "{line}");
+        if session == "A" && tail == "C" && t > 135.0 && t <= 300.0 {
+            into_c += v[0];
+        }
+        rows += 1;
+    }
+    // Five intervals a second; three tails with two heads and two foreign
+    // sessions each, four tails with three and three while D is present.
+    let expect = 5.0 * (300.0 * 3.0 * 2.0 * 2.0 + 180.0 * 4.0 * 3.0 * 3.0);
+    assert!(
+        (f64::from(rows) - expect).abs() < 0.02 * expect,
+        "{rows} rows, about {expect} expected"
+    );
+    // Each interval's rates summed over the heads, averaged over the
+    // window's intervals.
+    let rate_into_c = into_c / (165.0 * 5.0);
+    let got = num(&window(flow(&s, "A"), 135)["recv_kbps_min"]);
+    assert!(
+        rate_into_c >= got,
+        "A's rates into C {rate_into_c} kbit/s, its worst receiver {got}"
+    );
+    let plain = dir.path().join("plain");
+    let o = meshcast(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            plain.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    assert!(plain.join("series.csv").exists() && !plain.join("control.csv").exists());
+    // Tracing only reports: the run is the same.
+    let read = |d: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap()
+    };
+    assert_eq!(without_wall(read(&out)), without_wall(read(&plain)));
+    for (cmd, path, want) in [
+        ("run", bottleneck(), "has no [conference]"),
+        ("emu", file.display().to_string(), "use `meshcast run`"),
+    ] {
+        let o = meshcast(&[cmd, &path, "--trace-control"], dir.path());
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("--trace-control") && err.contains(want),
+            "{err}"
+        );
+    }
+}
+
 /// Every conference session's summary says how many of its packets the
 /// peers dropped, and why (`dropped`, docs/report-format.md). On the deep
 /// chains of scenarios/celerity/random-deep.toml, where the loss is

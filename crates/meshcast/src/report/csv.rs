@@ -56,3 +56,42 @@ pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
     }
     out
 }
+
+/// The text of `control.csv` (`meshcast run --trace-control`): one row per
+/// link rate update, per session and control interval, in time order:
+/// when, the overlay link (tail and head participants), the session (its
+/// flow's name) and the update's inputs and outcome
+/// ([`meshcast_core::LinkControl`]; times in milliseconds). Rows are
+/// written as the peers reported them; a run without tracing has none.
+pub(super) fn control_csv(stats: &RunStats) -> String {
+    let mut out = String::from(
+        "t_s,tail,head,session,rate_kbps,in_cut,gain_ms,uprime_ms,price_ms,queue_ms,guard_ms,loss,standing,cut_share,floor_ms\n",
+    );
+    let flows = stats.flows.flows();
+    let ms = |s: f64| super::r(s * 1e3, 4);
+    for c in &stats.control {
+        let s = &c.state;
+        let session = flows
+            .get(s.flow.index())
+            .map_or_else(|| s.flow.0.to_string(), |f| field(&f.name));
+        let _ = writeln!(
+            out,
+            "{},{},{},{session},{},{},{},{},{},{},{},{},{},{},{}",
+            super::r(c.at.as_secs_f64(), 3),
+            field(stats.net.name(c.tail)),
+            field(stats.net.name(s.head)),
+            super::r(s.rate_kbps, 3),
+            u8::from(s.in_cut),
+            ms(s.gain),
+            ms(s.uprime),
+            ms(s.price),
+            ms(s.queue),
+            ms(s.guard),
+            super::r(s.loss, 6),
+            super::r(s.standing, 4),
+            super::r(s.cut_share, 4),
+            ms(s.floor),
+        );
+    }
+    out
+}

@@ -628,6 +628,9 @@ pub fn write_all(dir: &Path, summary: &Summary, stats: &RunStats) -> anyhow::Res
     };
     write("summary.json", &summary.to_json())?;
     write("series.csv", &csv::series_csv(summary, stats))?;
+    if !stats.control.is_empty() {
+        write("control.csv", &csv::control_csv(stats))?;
+    }
     let charts = plot::charts(summary, stats);
     let mut svgs = Vec::new();
     for c in &charts {
