@@ -1300,8 +1300,8 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
 /// where its cut crosses the link, and over [135,300] the rates of A's
 /// session on the links into C add up to at least what C received of it
 /// (a link's rate is what its head may send). Without the flag no file is
-/// written and the summary is the same; a scenario without a conference,
-/// and `emu`, refuse the flag.
+/// written (nor left from an earlier traced run) and the summary is the
+/// same; a scenario without a conference, and `emu`, refuse the flag.
 #[test]
 fn trace_control_writes_every_link_rate_update() {
     let dir = tempfile::tempdir().unwrap();
@@ -1383,6 +1383,18 @@ fn trace_control_writes_every_link_rate_update() {
         serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap()
     };
     assert_eq!(without_wall(read(&out)), without_wall(read(&plain)));
+    // Nor does an untraced run into the same directory leave the old file.
+    let o = meshcast(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    assert!(!out.join("control.csv").exists());
     for (cmd, path, want) in [
         ("run", bottleneck(), "has no [conference]"),
         ("emu", file.display().to_string(), "use `meshcast run`"),

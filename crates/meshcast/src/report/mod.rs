@@ -628,8 +628,15 @@ pub fn write_all(dir: &Path, summary: &Summary, stats: &RunStats) -> anyhow::Res
     };
     write("summary.json", &summary.to_json())?;
     write("series.csv", &csv::series_csv(summary, stats))?;
+    // A run without tracing leaves no control.csv of an earlier run in the
+    // directory, which would pass for this one's.
+    let control = dir.join("control.csv");
     if !stats.control.is_empty() {
         write("control.csv", &csv::control_csv(stats))?;
+    } else if let Err(e) = std::fs::remove_file(&control)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(e).with_context(|| format!("removing {}", control.display()));
     }
     let charts = plot::charts(summary, stats);
     let mut svgs = Vec::new();
