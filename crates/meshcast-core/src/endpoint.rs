@@ -140,7 +140,8 @@ pub struct LinkControl {
     /// The smoothed share of intervals in which the session's cut
     /// crossed the link.
     pub cut_share: f64,
-    /// The gain floor on the link, s (0 where it does not act).
+    /// The gain floor on the link, s: it acts for sessions whose `U′` is
+    /// under it (0 where it cannot act at all).
     pub floor: f64,
 }
 
