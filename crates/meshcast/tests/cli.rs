@@ -1366,17 +1366,15 @@ fn trace_control_writes_every_link_rate_update() {
         rate_into_c >= got,
         "A's rates into C {rate_into_c} kbit/s, its worst receiver {got}"
     );
+    let untraced = |to: &Path| {
+        let o = meshcast(
+            &["run", file.to_str().unwrap(), "--out", to.to_str().unwrap()],
+            dir.path(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
     let plain = dir.path().join("plain");
-    let o = meshcast(
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            plain.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success());
+    untraced(&plain);
     assert!(plain.join("series.csv").exists() && !plain.join("control.csv").exists());
     // Tracing only reports: the run is the same.
     let read = |d: &Path| -> Value {
@@ -1384,16 +1382,7 @@ fn trace_control_writes_every_link_rate_update() {
     };
     assert_eq!(without_wall(read(&out)), without_wall(read(&plain)));
     // Nor does an untraced run into the same directory leave the old file.
-    let o = meshcast(
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(o.status.success());
+    untraced(&out);
     assert!(!out.join("control.csv").exists());
     for (cmd, path, want) in [
         ("run", bottleneck(), "has no [conference]"),
