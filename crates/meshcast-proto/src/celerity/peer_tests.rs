@@ -1702,3 +1702,35 @@ fn sources_size_their_packets_for_their_slowest_path_and_hold_it() {
         }
     }
 }
+
+/// The packet size counts the paths of the trees that carry at least
+/// [`SIZE_TREE_SHARE`] of the session's rate: a relayed tree with a sliver
+/// of it, over a link whose measure is far above the others', does not
+/// shrink the session's packets; with a real share of the rate it does.
+#[test]
+fn thin_trees_do_not_size_the_packets() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    for v in [1, 2] {
+        p.outgoing[v].per_byte = Some(10e-6);
+    }
+    p.src.per_byte[3 + 2] = Some(100e-6);
+    p.src.per_byte[2 * 3 + 1] = Some(100e-6);
+    let star = Tree {
+        occ: vec![(0, None), (1, Some(0)), (2, Some(0))],
+    };
+    let chain = Tree {
+        occ: vec![(0, None), (1, Some(0)), (2, Some(1))],
+    };
+    let longest = |p: &CelerityPeer, chain_rate: f64| {
+        p.longest_path_per_byte(&[(star.clone(), 95.0), (chain.clone(), chain_rate)])
+    };
+    assert_eq!(longest(&p, 0.0), Some(10e-6));
+    assert_eq!(longest(&p, 3.0), Some(10e-6));
+    let relayed = longest(&p, 10.0).unwrap();
+    assert!((relayed - 110e-6).abs() < 1e-12, "{relayed}");
+    // A link on a counted tree that has not been measured holds the
+    // decision back; one on a thin tree does not.
+    p.src.per_byte[3 + 2] = None;
+    assert_eq!(longest(&p, 3.0), Some(10e-6));
+    assert_eq!(longest(&p, 10.0), None);
+}
