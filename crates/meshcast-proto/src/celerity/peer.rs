@@ -209,10 +209,16 @@ pub struct CelerityParams {
     /// optimum prices on random underlays, those priced under one packet
     /// time ran 81% busy (84% with the floor), those at four or more 99%
     /// (docs/celerity.md, "The optimum's link prices" and "The gain
-    /// floor"). The session's own rate `β/U′ − δ`, which caps a
-    /// link's growth, keeps its real `U′`. On the dumbbell's scenarios the
-    /// floor stays under every session's `U′` (they are byte-identical);
-    /// Simulcast and Mutualcast are left as they were everywhere.
+    /// floor"). The session's own rate `β/U′ − δ`, which caps a link's
+    /// growth, keeps its real `U′`. Two or more sessions under the floor on
+    /// one link share it in the order of their own `U′` (see
+    /// `floor_order`): gaining it alike, their split was left to chance,
+    /// and on underlay 54 two fast sessions behind one router settled at
+    /// 0.79 and 1.13 of their optimum (0.93 and 0.98 in order;
+    /// docs/celerity.md, "The floor's order"). On the dumbbell's scenarios
+    /// the floor stays under every session's `U′` (they are
+    /// byte-identical); Simulcast and Mutualcast are left as they were
+    /// everywhere.
     pub gain_floor: f64,
     /// The gain floor's cut share, in (0, 1] (1 turns it off). Where a
     /// session's critical cut crosses a link in only some intervals (it
@@ -779,6 +785,34 @@ const REPORT_FRESH: Duration = Duration::from_secs(7);
 /// Whether `now` differs from `before` by more than [`MOVED`].
 fn moved(now: f64, before: f64) -> bool {
     (now - before).abs() > MOVED * before.max(1.0)
+}
+
+/// The floor's order (see [`CelerityParams::gain_floor`]): the sessions
+/// `floored` marks (their cuts cross the link, their `U′` under the floor)
+/// gain the floor alike, which would leave the split between them to
+/// chance; with two or more, each one's gain (`terms[m].0`) is scaled by
+/// its own `U′` (`uprime[m]`) over their mean. Their mean gain stays the
+/// floor's, so the motion against the price is as before, and the slower
+/// of them (the larger `U′`) gains the more, as rule (10) has it above the
+/// floor.
+fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool]) {
+    let (sum, count) = floored
+        .iter()
+        .zip(uprime)
+        .filter(|&(&f, _)| f)
+        .fold((0.0, 0u32), |(s, n), (_, &u)| (s + u, n + 1));
+    if count < 2 || sum <= 0.0 {
+        return;
+    }
+    let mean = sum / f64::from(count);
+    for ((term, &u), _) in terms
+        .iter_mut()
+        .zip(uprime)
+        .zip(floored)
+        .filter(|&(_, &f)| f)
+    {
+        term.0 *= u / mean;
+    }
 }
 
 /// One session's rate on one link into a tail, as the balance sees it.
@@ -1829,6 +1863,10 @@ impl CelerityPeer {
         };
         let queue_price = inc.loss + standing * (inc.qdelay + damping * inc.qtrend).max(0.0);
         let mut terms = [(0.0, 0.0); MAX_PARTICIPANTS];
+        // The known sessions whose cut crosses the link with their `U′`
+        // under the floor, and their own `U′` (see `floor_order`).
+        let mut floored = [false; MAX_PARTICIPANTS];
+        let mut own_uprime = [0.0; MAX_PARTICIPANTS];
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
             let s = &self.sessions[m];
             terms[m] = if s.known {
@@ -1848,6 +1886,8 @@ impl CelerityPeer {
                 } else {
                     *share + CUT_SHARE_GAIN * (f64::from(u8::from(crosses)) - *share)
                 };
+                floored[m] = crosses && s.uprime < floor;
+                own_uprime[m] = s.uprime;
                 // Both terms are at least the floor, which is then `uprime`.
                 let gain = if s.uprime < floor {
                     (floor / share.max(floor_share)).min(FLOOR_SHARE_BUDGET * budget)
@@ -1862,6 +1902,7 @@ impl CelerityPeer {
                 (if u == m { u0 } else { 0.0 }, u0)
             };
         }
+        floor_order(&mut terms, &own_uprime, &floored);
         // The price is the delay price scaled so that the queue where it
         // meets the largest U′ on this link grows only as U′^(1−e) past
         // `queue_ceiling`: with the paper's plain price a link's standing

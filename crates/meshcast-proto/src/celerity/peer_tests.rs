@@ -107,6 +107,30 @@ fn the_default_margins_are_parts_of_the_delay_bound() {
     }
 }
 
+/// Sessions under the gain floor on a link gain the floor alike; the
+/// floor's order scales each one's gain by its own `U′` over their mean,
+/// so the slower one gains the more and their mean stays the floor's. One
+/// session under the floor, or those above it, keep their gains.
+#[test]
+fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
+    // Sessions 0 and 2 under a 30-ms floor (own U′ 18 and 24 ms), 1 above
+    // it (40 ms), 3 out of the cut.
+    let mut terms = [(0.03, 0.03), (0.04, 0.04), (0.03, 0.03), (0.0, 0.03)];
+    let uprime = [0.018, 0.04, 0.024, 0.02];
+    let floored = [true, false, true, false];
+    floor_order(&mut terms, &uprime, &floored);
+    assert!((terms[0].0 - 0.03 * 18.0 / 21.0).abs() < 1e-12, "{terms:?}");
+    assert!((terms[2].0 - 0.03 * 24.0 / 21.0).abs() < 1e-12, "{terms:?}");
+    assert!((terms[0].0 + terms[2].0 - 0.06).abs() < 1e-12);
+    assert_eq!((terms[1], terms[3]), ((0.04, 0.04), (0.0, 0.03)));
+    // The second terms (the step's scale) are left alone.
+    assert_eq!((terms[0].1, terms[2].1), (0.03, 0.03));
+    // Alone under the floor: nothing to order.
+    let mut one = [(0.03, 0.03), (0.04, 0.04)];
+    floor_order(&mut one, &[0.018, 0.04], &[true, false]);
+    assert_eq!(one, [(0.03, 0.03), (0.04, 0.04)]);
+}
+
 #[test]
 fn the_balance_trades_towards_equal_uprime_between_links_of_one_price() {
     let share = |session, price, uprime, rate| Share {
