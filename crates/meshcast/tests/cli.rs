@@ -657,6 +657,58 @@ fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
     );
 }
 
+/// `acceptance.py` checks issue 3's lines at the default point: every one
+/// holds there, its rows say what the runs measured, and a run that misses
+/// lines (the paper's variant: its A is near the 2-hop optimum after the
+/// failure, and its start takes about 50 s as in the paper) exits 1 and
+/// marks them.
+#[test]
+fn acceptance_script_checks_issue_3_s_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let rows = |sets: &[&str], file: &str, success: bool| {
+        let mut args = vec!["--meshcast", bin, "--json", file];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let out = python("acceptance.py", &args, d);
+        assert_eq!(
+            out.status.success(),
+            success,
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Value = serde_json::from_slice(&std::fs::read(d.join(file)).unwrap()).unwrap();
+        rows.as_array().unwrap().clone()
+    };
+    let holds = |rows: &[Value], line: &str| {
+        let row = rows
+            .iter()
+            .find(|r| r["line"].as_str().unwrap().starts_with(line))
+            .unwrap_or_else(|| panic!("no line {line}"));
+        row["holds"].as_bool().unwrap()
+    };
+    let defaults = rows(&[], "defaults.json", true);
+    assert_eq!(defaults.len(), 17);
+    assert!(defaults.iter().all(|r| r["holds"] == true), "{defaults:?}");
+    // The measured cells are the runs' own figures.
+    let s = scenario_with_sets(d, "celerity/dumbbell.toml", &[]);
+    let a = &flow(&s, "A")["windows"][0];
+    let cell = format!(
+        "A {:.1}/{:.1}",
+        num(&a["send_kbps"]),
+        num(&a["recv_kbps_min"])
+    );
+    assert!(defaults[0]["measured"].as_str().unwrap().contains(&cell));
+    let paper = rows(&["conference.variant=paper"], "paper.json", false);
+    assert!(!holds(&paper, "[900,1000]"));
+    assert!(!holds(&paper, "the start: first 1-s bin"));
+    assert!(holds(&paper, "`variant = \"paper\"`"));
+    assert!(holds(&paper, "`meshcast optimum --at 0`"));
+}
+
 /// `robustness.py` measures each point of a family as the point's own run
 /// says: on the dumbbell the window margin and every session's first 95%
 /// second, on peer dynamics the seconds until every session is back after
