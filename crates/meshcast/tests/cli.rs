@@ -1308,18 +1308,15 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
 /// so each link carrying its session is in it only some intervals. With the
 /// share every session's worst receiver gets at least 78% of its coded
 /// optimum at no more than 1% loss; with the gain floor alone
-/// (`floor_share = 1`) P3 gets under 70%. Measured over nine points of
-/// step 0.0146–0.0154 × β 17.9–18.1: every session 0.81–0.86 at 0.2–0.4%
-/// loss, P3 0.81–0.87; without the share P3 0.61–0.66 (docs/celerity.md,
-/// "The floor's cut share"). A share outside (0, 1] is refused. Since
-/// packets are sized for their paths (`size_target`) every session gets
-/// at least 0.846 at 0.2% loss and P3 0.846; without the share P3 gets
-/// 0.725, so the run without it is held at 1400-byte packets
-/// (`size_target_ms = 0`), under which it was measured (P3 0.658;
-/// docs/celerity.md, "Packet size from the path"). Now (thin trees left
-/// out of the sizing, the floor's order) every session gets at least
-/// 0.845 at 0.3% loss or less; without the share P3 gets 0.664, and 0.650
-/// with sized packets.
+/// (`floor_share = 1`) P3 gets under 70%. A share outside (0, 1] is
+/// refused.
+///
+/// Measured with today's defaults: every session at least 0.845 at 0.3%
+/// loss or less. Without the share P3 gets 0.664 at 1400-byte packets and
+/// 0.650 with packets sized for their paths; the run without it is held at
+/// 1400 bytes (`size_target_ms = 0`), under which the rule was measured
+/// (docs/celerity.md, "The floor's cut share" and "Packet size from the
+/// path", whose figures are of their day).
 #[test]
 fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     let dir = tempfile::tempdir().unwrap();
