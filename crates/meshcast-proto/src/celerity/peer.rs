@@ -37,8 +37,8 @@ pub struct CelerityParams {
     /// Quick start (§5.5): for this long after the peer starts and after
     /// every membership change, a link's step is multiplied by
     /// `quick_start_gain` — until the link first shows congestion (loss
-    /// plus queuing delay at half the session's `U′`), where its quick
-    /// start ends early.
+    /// plus queuing delay at half the `U′` of a known session with a rate
+    /// on it), where its quick start ends early.
     pub quick_start: Duration,
     /// Step multiplier during quick start.
     pub quick_start_gain: f64,
@@ -1954,15 +1954,22 @@ impl CelerityPeer {
         // reaches half the `U′` of a session whose cut crosses the link;
         // in the start's window those sessions land in it (see
         // `CelerityParams::landing_gain`), and every session steps at κ
-        // after it.
+        // after it. A known session with a rate on the link ends it too
+        // when its cut lies elsewhere in the interval: otherwise an
+        // overshoot that moves every cut off the link is cut at quick
+        // start's step, 30% an interval, for as long as it lasts
+        // (docs/celerity.md, "Quick start ends on any session's signal").
         let congestion = k * (inc.loss + inc.qdelay);
         let signals = |(gain, uprime): (f64, f64)| gain > 0.0 && congestion >= 0.5 * uprime;
+        let carried = |m: usize| {
+            self.sessions[m].known && inc.rates[m] > 0.0 && congestion >= 0.5 * terms[m].1
+        };
         let stale = std::mem::take(&mut inc.ramp_stale);
         let ends = ramping
             && !stale
             && (0..self.n)
                 .filter(|&m| m != self.me && self.present[m])
-                .any(|m| signals(terms[m]));
+                .any(|m| signals(terms[m]) || carried(m));
         if ends {
             inc.ramping = false;
             inc.ramp_end = rates_before;

@@ -394,6 +394,50 @@ fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
     assert!(close(more, quick * step * 50.0 * 0.625), "{more}");
 }
 
+/// Quick start ends on a link once its queue reaches half the `U′` of a
+/// known session with a rate on it, also when that session's cut lies
+/// elsewhere in the interval: an overshoot that moves every cut off the
+/// link is then cut at κ from the next interval on, not at quick start's
+/// step. A session the tail knows nothing of, or one without a rate on
+/// the link, does not end it.
+#[test]
+fn quick_start_ends_on_the_signal_of_a_session_whose_cut_lies_elsewhere() {
+    let c = queue_priced_cfg();
+    let (step, quick) = (c.params.step, c.params.quick_start_gain);
+    // Session 2 (`U′` = 0.1 s) on link 1 → 0 of peer 0, its cut elsewhere
+    // (member 0 receives on the source side), after `intervals` intervals
+    // of a steady queue: whether the link still ramps, and the session's
+    // rate in each interval.
+    let run = |rate: f64, known: bool, queue: f64, intervals: usize| {
+        let mut peer = CelerityPeer::new(c.clone()).unwrap();
+        peer.present = vec![true; 3];
+        peer.sessions[2] = known_session(0.1, 0b111, 0b111);
+        peer.sessions[2].known = known;
+        peer.incoming[1].rates[2] = rate;
+        let mut rates = vec![rate];
+        for _ in 0..intervals {
+            measured(&mut peer.incoming[1], queue, true);
+            peer.update_rates(1, quick, true, false, 0.2, true);
+            assert!(!peer.incoming[1].in_cut[2]);
+            rates.push(peer.incoming[1].rates[2]);
+        }
+        (peer.incoming[1].ramping, rates)
+    };
+    // Under half its `U′` quick start goes on.
+    assert!(run(100.0, true, 0.04, 1).0);
+    // At 0.06 s it ends: the ending interval still steps at quick start's
+    // gain (gradient −0.6), the next at κ, with the steady gain, which
+    // acts in the start's window once quick start has ended there.
+    let (ramping, r) = run(100.0, true, 0.06, 2);
+    assert!(!ramping);
+    assert!(close(r[1] - r[0], -quick * step * 100.0 * 0.6), "{r:?}");
+    let steady = c.params.steady_gain;
+    assert!(close(r[2] - r[1], -steady * step * r[1] * 0.6), "{r:?}");
+    // Not for a session without a rate there, nor an unknown one.
+    assert!(run(0.0, true, 0.06, 1).0);
+    assert!(run(100.0, false, 0.06, 1).0);
+}
+
 /// The cautious ramp (`CelerityParams::cautious_gain`): in the start
 /// window, once quick start ends on one link into the tail, the tail's
 /// other links still in quick start step at `cautious_gain·κ` for
