@@ -506,7 +506,8 @@ pub const CUT_SHARE_GAIN: f64 = 0.1;
 /// comes after the cap and may scale a capped gain past it, by its own
 /// `U′` over the mean of the sessions it orders (at most their number).
 /// Capping again after the order acts on 7 of the 90 underlays of the
-/// three sets; it moved their worst sessions by −0.031 to +0.020
+/// three sets; before quick start ended on any session's signal it moved
+/// their worst sessions by −0.031 to +0.020
 /// (underlay 65, `random-lone.toml`, 0.845 → 0.814; 73 0.808 → 0.828) and
 /// changed none of the sets' counts, so it was not done.
 pub const FLOOR_SHARE_BUDGET: f64 = 2.0;
