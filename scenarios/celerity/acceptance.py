@@ -43,13 +43,13 @@ BIN is found as by score_underlays.py. Needs Python 3.11 or later.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from robustness import FIRST_95_S, baseline_point, dumbbell_point, joins_point
-from score_underlays import add_run_options, check_run_options, run_summary, sessions
+from robustness import FIRST_95_S, baseline_point, dumbbell_point, joins_point, window_rate
+from score_underlays import (add_run_options, check_run_options, run_optimum, run_summary,
+                             sessions)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DUMBBELL = os.path.join(HERE, "dumbbell.toml")
@@ -67,16 +67,6 @@ def window(flow, from_s):
 
 def by_source(summary):
     return {f["source"]: f for f in sessions(summary)}
-
-
-def optimum(meshcast, sets, at):
-    cmd = [meshcast, "optimum", DUMBBELL, "--at", str(at)]
-    for s in sets:
-        cmd += ["--set", s]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"meshcast optimum --at {at} failed:\n{p.stderr.strip()}")
-    return json.loads(p.stdout)
 
 
 def near(value, want, tolerance):
@@ -99,19 +89,13 @@ class Table:
         return "\n".join(out)
 
 
-def rate(w):
-    """A window's rate as the issue bounds it: the lesser of the send rate
-    and the lowest receiver's goodput."""
-    return min(w["send_kbps"], w["recv_kbps_min"])
-
-
 def check_windows(t, dumbbell):
     flows = by_source(dumbbell)
     steady = {p: window(f, 200) for p, f in flows.items()}
     t.add("[200,300]: send and lowest receiver at 95% of the optimum (240)",
           ", ".join(f"{p} {w['send_kbps']:.1f}/{w['recv_kbps_min']:.1f}"
                     for p, w in steady.items()),
-          all(rate(w) >= 0.95 * w["optimum_kbps"] for w in steady.values()))
+          all(window_rate(w) >= 0.95 * w["optimum_kbps"] for w in steady.values()))
     delays = [w["delay_ms_mean"] for w in steady.values()]
     losses = [w["loss"] or 0.0 for w in steady.values()]
     t.add("[200,300]: mean delay at most 200 ms, loss at most 2%",
@@ -120,13 +104,13 @@ def check_windows(t, dumbbell):
     cross = {p: window(f, 420) for p, f in flows.items()}
     want = {p: 200.0 if p in ("A", "B") else 240.0 for p in cross}
     t.add("[420,500] (cross traffic): A and B at 95% of 200, C and D at 95% of 240",
-          ", ".join(f"{p} {rate(w):.1f} (optimum {w['optimum_kbps']:.1f})"
+          ", ".join(f"{p} {window_rate(w):.1f} (optimum {w['optimum_kbps']:.1f})"
                     for p, w in cross.items()),
-          all(rate(w) >= 0.95 * want[p] for p, w in cross.items()))
+          all(window_rate(w) >= 0.95 * want[p] for p, w in cross.items()))
     failed = {p: window(f, 900) for p, f in flows.items()}
     t.add("[900,1000] (A–E down): every session at 95% of 240",
-          ", ".join(f"{p} {rate(w):.1f}" for p, w in failed.items()),
-          all(rate(w) >= 0.95 * 240.0 for w in failed.values()))
+          ", ".join(f"{p} {window_rate(w):.1f}" for p, w in failed.items()),
+          all(window_rate(w) >= 0.95 * 240.0 for w in failed.values()))
     overhead = [w for w in dumbbell["overhead"]["windows"] if w["from_s"] == 200]
     if not overhead:
         raise ValueError("the dumbbell's summary has no overhead window at 200 s")
@@ -151,7 +135,7 @@ def check_start(t, dumbbell):
 
 
 def check_paper(t, paper, twohop_a):
-    a = rate(window(by_source(paper)["A"], 900))
+    a = window_rate(window(by_source(paper)["A"], 900))
     t.add("`variant = \"paper\"`, [900,1000]: A near its 2-hop optimum (within 10%)",
           f"A {a:.1f} (2-hop optimum {twohop_a:.1f})", near(a, twohop_a, 0.10))
 
@@ -216,7 +200,8 @@ def main():
         jobs = {k: pool.submit(run_summary, args.meshcast, os.path.join(HERE, f),
                                own + args.set, out_root)
                 for k, (f, own) in runs.items()}
-        optima = {at: pool.submit(optimum, args.meshcast, args.set, at) for at in (0, 400, 800)}
+        optima = {at: pool.submit(run_optimum, args.meshcast, DUMBBELL, args.set, at)
+                  for at in (0, 400, 800)}
         try:
             done = {}
             for k, job in jobs.items():

@@ -22,9 +22,8 @@ The usual sets are random underlays:
 """
 import json
 import statistics
-import subprocess
 
-from score_underlays import run_each, run_summary, scenario_args
+from score_underlays import run_each, run_optimum, run_summary, scenario_args
 
 try:
     import tomllib
@@ -51,13 +50,7 @@ def media_bytes(scenario, sets):
 
 def prices(meshcast, scenario, sets, at):
     """The coded optimum's link prices at `at`, ms by link id."""
-    cmd = [meshcast, "optimum", scenario, "--prices", "--at", str(at)]
-    for s in sets:
-        cmd += ["--set", s]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{scenario}: meshcast optimum failed:\n{p.stderr.strip()}")
-    return json.loads(p.stdout)["prices"]["coded"]
+    return run_optimum(meshcast, scenario, sets, at, prices=True)["prices"]["coded"]
 
 
 def binding(meshcast, scenario, sets, out_root):

@@ -84,6 +84,12 @@ BACK_WITHIN_S = 15
 BASELINE_MAX_KBPS = 120.0
 
 
+def window_rate(w):
+    """A window's rate as issue 3 bounds it: the lesser of the send rate
+    and the lowest receiver's goodput."""
+    return min(w["send_kbps"], w["recv_kbps_min"])
+
+
 def recv_series(flow):
     return [b["recv_kbps_min"] for b in flow["series"]]
 
@@ -102,7 +108,7 @@ def dumbbell_point(summary, first_event_s):
         for w in f["windows"]:
             if w["from_s"] in (200, 420, 900):
                 want = 0.95 * w["optimum_kbps"]
-                margins.append(min(w["send_kbps"], w["recv_kbps_min"]) - want)
+                margins.append(window_rate(w) - want)
         opt = coded_optimum(summary, f["source"], 0.0)
         r = recv_series(f)
         t95 = next((t for t, v in enumerate(r) if v >= 0.95 * opt), None)
@@ -153,7 +159,7 @@ def joins_point(summary):
 
 
 def baseline_point(summary):
-    rates = [min(w["send_kbps"], w["recv_kbps_min"])
+    rates = [window_rate(w)
              for f in sessions(summary) for w in f["windows"] if w["from_s"] == 200]
     if not rates:
         raise ValueError("the scenario has no window at 200 s")

@@ -114,6 +114,20 @@ def run_summary(meshcast, scenario, sets, out_root):
     return json.loads(p.stdout)
 
 
+def run_optimum(meshcast, scenario, sets, at, prices=False):
+    """`meshcast optimum SCENARIO --at AT` (with `--prices` if asked) and
+    `--set` for each of `sets`: its JSON answer."""
+    cmd = [meshcast, "optimum", scenario, "--at", str(at)]
+    if prices:
+        cmd.append("--prices")
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{scenario}: meshcast optimum --at {at} failed:\n{p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
 def scenario_args(description):
     """The command line of a script that runs a list of scenarios: the
     scenario files and the options of `add_run_options`, checked."""
