@@ -1,23 +1,56 @@
 """Random underlays for Celerity (docs/celerity.md, "Random underlays").
 
-    python3 scenarios/celerity/random_underlay.py FIRST_SEED END_SEED OUT_DIR
+    python3 scenarios/celerity/random_underlay.py [--family FAMILY] FIRST_SEED END_SEED OUT_DIR
 
-writes OUT_DIR/r<seed>.toml for every seed in [FIRST_SEED, END_SEED): 3-5
-core routers joined by a random spanning tree plus up to as many extra
-links (600-3000 kbit/s, 2-30 ms), 4-8 participants each on a 5-20 Mbit/s
-access link (1-5 ms) to a random router, queues of a quarter second (at
-least 15 kB), 200 s with the window [100, 200]. random-core.toml is seed 6.
+writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
+routers joined by a random spanning tree plus up to as many extra links,
+4-8 participants each on an access link to a random router, queues of a
+quarter second (at least 15 kB), 200 s with the window [100, 200].
 Compare each session's `recv_kbps_min` with its `optimum_kbps`:
-score_underlays.py OUT_DIR/r*.toml does it for the lot.
+score_underlays.py OUT_DIR/*.toml does it for the lot.
+
+FAMILY says where the bottlenecks are and how far apart the routers sit:
+
+  core  (the default; OUT_DIR/r<seed>.toml) core links of 600-3000 kbit/s
+        and 2-30 ms, access links of 5-20 Mbit/s and 1-5 ms: the issue's
+        "bottlenecks in the core", the set every rule was measured on.
+        random-core.toml is seed 6.
+  long  core links of 15-60 ms, otherwise as core: paths that spend most of
+        the 200-ms bound propagating.
+  wide  6-10 core routers, core links of 2-20 ms, otherwise as core.
+  fast  core links of 3-12 Mbit/s, access links of 50-100 Mbit/s: the same
+        shapes at ten times the rates.
+  edge  the bottlenecks at the edge instead: uploads of 0.5-2 Mbit/s,
+        downloads of 5-10 Mbit/s, a core of 20-50 Mbit/s (Mutualcast's
+        setting, outside the issue's core bottlenecks).
+
+Families other than core write OUT_DIR/<family>-<seed>.toml. These are the
+underlays nobody tuned for: docs/celerity.md's Status reports them apart
+from the core set.
 """
+import argparse
 import os
 import random
-import sys
-def gen(seed, out):
-    r = random.Random(seed)
+
+# Per family: core routers, core capacities (kbit/s), core delays (ms),
+# access capacities up and down (kbit/s; None: the same as up).
+FAMILIES = {
+    "core": ((3, 5), [600, 800, 1000, 1500, 2000, 3000], (2, 30), [5000, 10000, 20000], None),
+    "long": ((3, 5), [600, 800, 1000, 1500, 2000, 3000], (15, 60), [5000, 10000, 20000], None),
+    "wide": ((6, 10), [600, 800, 1000, 1500, 2000, 3000], (2, 20), [5000, 10000, 20000], None),
+    "fast": ((3, 5), [3000, 5000, 8000, 12000], (2, 30), [50000, 100000], None),
+    "edge": ((3, 5), [20000, 50000], (2, 30), [500, 800, 1200, 2000], [5000, 10000]),
+}
+
+
+def gen(seed, out, family="core"):
+    (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
+    # The core family draws exactly as it always has: its files are the
+    # sets docs/celerity.md reports.
+    r = random.Random(seed if family == "core" else f"{family}-{seed}")
     n = r.randint(4, 8)
-    k = r.randint(3, 5)
-    L = []
+    k = r.randint(kmin, kmax)
+    links = []  # (from, to, kbit/s, ms, kbit/s back)
     routers = [f"R{i}" for i in range(k)]
     hosts = [f"P{i}" for i in range(n)]
     # random spanning tree plus extra edges in the core
@@ -28,24 +61,52 @@ def gen(seed, out):
         a, b = r.sample(range(k), 2)
         edges.add((min(a, b), max(a, b)))
     for a, b in sorted(edges):
-        cap = r.choice([600, 800, 1000, 1500, 2000, 3000])
-        d = r.randint(2, 30)
-        L.append((routers[a], routers[b], cap, d))
+        cap = r.choice(core_caps)
+        d = r.randint(dmin, dmax)
+        links.append((routers[a], routers[b], cap, d, cap))
     for h in hosts:
-        L.append((h, r.choice(routers), r.choice([5000, 10000, 20000]), r.randint(1, 5)))
-    s = [f'name = "random-{seed}"', f'description = "random underlay {seed}"', 'duration_s = 200', f'seed = {seed}', '',
+        router = r.choice(routers)
+        up = r.choice(up_caps)
+        down = r.choice(down_caps) if down_caps else up
+        links.append((h, router, up, r.randint(1, 5), down))
+    name = f"random-{seed}" if family == "core" else f"random-{family}-{seed}"
+    what = "random underlay" if family == "core" else f"random underlay ({family})"
+    s = [f'name = "{name}"', f'description = "{what} {seed}"', 'duration_s = 200', f'seed = {seed}', '',
          '[conference]', 'protocol = "celerity"', 'participants = [' + ", ".join(f'"{h}"' for h in hosts) + ']', 'delay_bound_ms = 200', '']
-    for h in hosts: s += ['[[node]]', f'id = "{h}"', 'kind = "host"']
-    for x in routers: s += ['[[node]]', f'id = "{x}"', 'kind = "router"']
-    for a, b, c, d in L:
+    for h in hosts:
+        s += ['[[node]]', f'id = "{h}"', 'kind = "host"']
+    for x in routers:
+        s += ['[[node]]', f'id = "{x}"', 'kind = "router"']
+
+    def link(a, b, c, d, both):
         q = max(15000, int(c * 1000 / 8 * 0.25))
-        s += ['[[link]]', f'from = "{a}"', f'to = "{b}"', f'capacity_kbps = {c}', f'delay_ms = {d}', f'queue_bytes = {q}']
+        return (['[[link]]', f'from = "{a}"', f'to = "{b}"', f'capacity_kbps = {c}', f'delay_ms = {d}', f'queue_bytes = {q}']
+                + ([] if both else ['both_ways = false']))
+
+    for a, b, c, d, back in links:
+        s += link(a, b, c, d, back == c)
+        if back != c:
+            s += link(b, a, back, d, False)
     s += ['[[report.window]]', 'from_s = 100', 'to_s = 200']
-    open(out, 'w').write("\n".join(s) + "\n")
+    with open(out, 'w') as f:
+        f.write("\n".join(s) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="core")
+    ap.add_argument("first", type=int, metavar="FIRST_SEED")
+    ap.add_argument("end", type=int, metavar="END_SEED")
+    ap.add_argument("out_dir", metavar="OUT_DIR")
+    args = ap.parse_args()
+    if args.end <= args.first:
+        ap.error(f"END_SEED ({args.end}) must be greater than FIRST_SEED ({args.first})")
+    os.makedirs(args.out_dir, exist_ok=True)
+    for seed in range(args.first, args.end):
+        base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"
+        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    out_dir = sys.argv[3]
-    os.makedirs(out_dir, exist_ok=True)
-    for sd in range(int(sys.argv[1]), int(sys.argv[2])):
-        gen(sd, os.path.join(out_dir, f"r{sd}.toml"))
+    main()

@@ -604,6 +604,153 @@ fn underlay_scripts_generate_and_score_underlays() {
     );
 }
 
+/// `random_underlay.py --family` writes the underlays its help describes
+/// (docs/celerity.md, "Underlays nobody tuned for"): the core family's files
+/// as they always were, the others under their own names with their own
+/// ranges, each a scenario `meshcast optimum` solves. A family it does not
+/// know is refused.
+#[test]
+fn underlay_families_write_what_their_help_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // (family, routers, core kbit/s, core ms, upload kbit/s, download kbit/s)
+    type Range = (f64, f64);
+    let families: [(&str, Range, Range, Range, Range, Range); 5] = [
+        (
+            "core",
+            (3., 5.),
+            (600., 3000.),
+            (2., 30.),
+            (5000., 20000.),
+            (5000., 20000.),
+        ),
+        (
+            "long",
+            (3., 5.),
+            (600., 3000.),
+            (15., 60.),
+            (5000., 20000.),
+            (5000., 20000.),
+        ),
+        (
+            "wide",
+            (6., 10.),
+            (600., 3000.),
+            (2., 20.),
+            (5000., 20000.),
+            (5000., 20000.),
+        ),
+        (
+            "fast",
+            (3., 5.),
+            (3000., 12000.),
+            (2., 30.),
+            (50000., 100000.),
+            (50000., 100000.),
+        ),
+        (
+            "edge",
+            (3., 5.),
+            (20000., 50000.),
+            (2., 30.),
+            (500., 2000.),
+            (5000., 10000.),
+        ),
+    ];
+    let within = |v: f64, (lo, hi): Range| lo <= v && v <= hi;
+    for (family, routers, core, core_ms, up, down) in families {
+        let out = python(
+            "random_underlay.py",
+            &["--family", family, "1", "4", family],
+            d,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for seed in 1..4 {
+            let name = if family == "core" {
+                format!("r{seed}.toml")
+            } else {
+                format!("{family}-{seed}.toml")
+            };
+            let file = d.join(family).join(&name);
+            let text = std::fs::read_to_string(&file).unwrap();
+            let s: toml::Value = toml::from_str(&text).unwrap();
+            let nodes = s["node"].as_array().unwrap();
+            let count = |kind: &str| {
+                nodes
+                    .iter()
+                    .filter(|n| n["kind"].as_str() == Some(kind))
+                    .count()
+            };
+            assert!(within(count("router") as f64, routers), "{name}");
+            assert!((4..=8).contains(&count("host")), "{name}");
+            for l in s["link"].as_array().unwrap() {
+                let (from, to) = (l["from"].as_str().unwrap(), l["to"].as_str().unwrap());
+                let cap = l["capacity_kbps"].as_integer().unwrap() as f64;
+                let ms = l["delay_ms"].as_integer().unwrap() as f64;
+                let both = l.get("both_ways").and_then(toml::Value::as_bool) != Some(false);
+                // Asymmetric access links come as two one-way links.
+                assert_eq!(
+                    both,
+                    family != "edge" || from.starts_with('R') && to.starts_with('R'),
+                    "{name}"
+                );
+                match (from.starts_with('P'), to.starts_with('P')) {
+                    (false, false) => assert!(
+                        within(cap, core) && within(ms, core_ms),
+                        "{name}: {from}->{to}"
+                    ),
+                    (true, _) => assert!(
+                        within(cap, up) && within(ms, (1., 5.)),
+                        "{name}: {from}->{to}"
+                    ),
+                    (_, true) => assert!(
+                        within(cap, down) && within(ms, (1., 5.)),
+                        "{name}: {from}->{to}"
+                    ),
+                }
+            }
+            let opt = meshcast(&["optimum", file.to_str().unwrap()], d);
+            assert!(
+                opt.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&opt.stderr)
+            );
+            let v: Value = serde_json::from_slice(&opt.stdout).unwrap();
+            assert_eq!(
+                v["coded"].as_object().unwrap().len(),
+                count("host"),
+                "{name}"
+            );
+        }
+    }
+    // The core family is the set docs/celerity.md reports: seed 6 is
+    // random-core.toml's underlay.
+    let six = python("random_underlay.py", &["6", "7", "six"], d);
+    assert!(six.status.success());
+    let six: toml::Value =
+        toml::from_str(&std::fs::read_to_string(d.join("six/r6.toml")).unwrap()).unwrap();
+    let kept: toml::Value = toml::from_str(
+        &std::fs::read_to_string(root().join("scenarios/celerity/random-core.toml")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(six["link"], kept["link"]);
+    assert_eq!(
+        six["conference"]["participants"],
+        kept["conference"]["participants"]
+    );
+    let unknown = python(
+        "random_underlay.py",
+        &["--family", "moon", "1", "2", "x"],
+        d,
+    );
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("invalid choice: 'moon'"));
+}
+
 /// `binding_links.py` lists the links the coded optimum prices, with how
 /// busy the run kept them: on the dumbbell E⇄F at 72 ms, 3.1 packet times
 /// of 1400 bytes at 480 kbit/s, as busy as the run's summary says.
