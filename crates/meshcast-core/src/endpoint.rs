@@ -135,6 +135,10 @@ pub struct LinkControl {
     pub guard: f64,
     /// The interval's loss rate on the link (after local recovery).
     pub loss: f64,
+    /// The session's own late packets on the link as the rule charged
+    /// them, s: the weight times the smoothed fraction certain to come
+    /// late (0 where not charged).
+    pub late_loss: f64,
     /// The weight of the queue in the price (1 where a queue stands).
     pub standing: f64,
     /// The smoothed share of intervals in which the session's cut

@@ -112,6 +112,7 @@ pub(crate) struct RawConference {
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
     late_forecast: Option<bool>,
+    late_loss: Option<Spanned<f64>>,
     late_gain: Option<Spanned<f64>>,
     balance: Option<Spanned<f64>>,
     spare: Option<bool>,
@@ -346,6 +347,9 @@ pub(crate) fn check(
     }
     if let Some(v) = raw.late_forecast {
         params.late_forecast = v;
+    }
+    if let Some(v) = non_negative(&raw.late_loss, "conference.late_loss")? {
+        params.late_loss = v;
     }
     if let Some(v) = non_negative(&raw.late_gain, "conference.late_gain")? {
         params.late_gain = v;

@@ -1523,7 +1523,7 @@ fn trace_control_writes_every_link_rate_update() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "t_s,tail,head,session,rate_kbps,in_cut,gain_ms,uprime_ms,price_ms,queue_ms,guard_ms,loss,standing,cut_share,floor_ms"
+        "t_s,tail,head,session,rate_kbps,in_cut,gain_ms,uprime_ms,price_ms,queue_ms,guard_ms,loss,standing,cut_share,floor_ms,late_loss_ms"
     );
     let (mut rows, mut last_t, mut into_c) = (0, 0.0, 0.0);
     for line in lines {

@@ -740,6 +740,111 @@ fn the_late_forecast_charges_a_link_at_most_its_queue() {
     }
 }
 
+/// Late packets as the session's own loss (`CelerityParams::late_loss`).
+/// Peer 0 of three gets data packets over link 1 → 0 as a leaf: session
+/// 1's in time, session 2's half past the bound (250 ms old) and half
+/// forecast late but not past it (170 ms: the late forecast's business,
+/// not this). Session 2 alone is charged its late half, times the weight,
+/// on top of the link's price, which stays what session 1 pays; not in a
+/// quick-start window, nor with the weight at 0, nor on the Simulcast and
+/// Mutualcast baselines' trees.
+#[test]
+fn late_packets_are_charged_to_their_own_session_alone() {
+    let now = Time::from_secs(10);
+    let link = LinkHeader {
+        hop_seq: 0,
+        hop_ts_us: 0,
+    };
+    // (rates of sessions 1 and 2 on the link, its price) after one
+    // interval from equal rates.
+    let run_with = |weight: f64, window: bool, model: Option<Model>| {
+        let mut c = cfg(3, 0);
+        c.params.late_loss = weight;
+        if let Some(model) = model {
+            c.model = model;
+        }
+        c.params.spare = false;
+        c.params.balance = 0.0;
+        let mut peer = CelerityPeer::new(c).unwrap();
+        peer.present = vec![true; 3];
+        for m in [1, 2] {
+            peer.sessions[m] = known_session(0.1, 0b111, 0b110);
+        }
+        peer.incoming[1].ramping = false;
+        let from = peer.cfg.participants[1];
+        for (seq, (session, ms_ago)) in [(1, 20), (2, 250), (1, 20), (2, 170)]
+            .into_iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            let header = DataHeader {
+                session,
+                media_seq: seq as u32,
+                origin_ts_us: micros(Time::from_millis(10_000 - ms_ago)),
+                uprime: 0.1,
+                relay_side: 0b111,
+                recv_side: 0b110,
+                entries: vec![],
+                padding: false,
+            };
+            let link = LinkHeader {
+                hop_seq: seq as u16,
+                ..link
+            };
+            peer.handle_datagram(
+                now,
+                from,
+                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
+            );
+        }
+        let inc = &mut peer.incoming[1];
+        assert_eq!(
+            (inc.session_packets[1], inc.session_late[1]),
+            (20, 0),
+            "session 1's packets are all in time"
+        );
+        assert_eq!(
+            (inc.session_packets[2], inc.session_late[2]),
+            if weight > 0.0 { (20, 10) } else { (20, 0) },
+            "session 2's: half past the bound"
+        );
+        // The second's average already there, as after a while of it.
+        inc.late_loss[2] = 0.5;
+        // The headers' `U′` travels rounded; the test's is exact.
+        for m in [1, 2] {
+            peer.sessions[m] = known_session(0.1, 0b111, 0b110);
+        }
+        let inc = &mut peer.incoming[1];
+        inc.rates = [100.0; MAX_PARTICIPANTS];
+        measured(inc, 0.01, true);
+        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        let inc = &peer.incoming[1];
+        (inc.rates[1], inc.rates[2], inc.price)
+    };
+    let run = |weight: f64, window: bool| run_with(weight, window, None);
+    let (kappa, uprime) = (cfg(3, 0).params.step, 0.1);
+    // Session 2 steps κ·c·(0.5 · 0.5 s)/U′ lower than without the charge;
+    // session 1 and the link's price are as they were.
+    let (one, two, price) = run(0.5, false);
+    let (one_off, two_off, price_off) = run(0.0, false);
+    assert!(
+        close(two_off - two, kappa * 100.0 * 0.25 / uprime),
+        "{two_off} {two}"
+    );
+    assert!(close(one, one_off) && close(price, price_off));
+    // In a quick-start window nothing is charged.
+    let (one_window, two_window, _) = run(0.5, true);
+    let (one_plain, two_plain, _) = run(0.0, true);
+    assert!(close(one_window, one_plain) && close(two_window, two_plain));
+    // Nor on the baselines' trees.
+    for model in [Model::Mutualcast, Model::Star] {
+        let (a, b, _) = run_with(0.5, false, Some(model));
+        let (a_off, b_off, _) = run_with(0.0, false, Some(model));
+        assert!(close(a, a_off) && close(b, b_off), "{model:?}");
+    }
+}
+
 /// The late forecast's propagation down the subtree a packet still has to
 /// reach: this peer's own links' one-way delays (half their minimum RTT)
 /// for the first hop, the reported delays below; the farthest member

@@ -65,7 +65,7 @@ pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
 /// written as the peers reported them; a run without tracing has none.
 pub(super) fn control_csv(stats: &RunStats) -> String {
     let mut out = String::from(
-        "t_s,tail,head,session,rate_kbps,in_cut,gain_ms,uprime_ms,price_ms,queue_ms,guard_ms,loss,standing,cut_share,floor_ms\n",
+        "t_s,tail,head,session,rate_kbps,in_cut,gain_ms,uprime_ms,price_ms,queue_ms,guard_ms,loss,standing,cut_share,floor_ms,late_loss_ms\n",
     );
     let flows = stats.flows.flows();
     let ms = |s: f64| super::r(s * 1e3, 4);
@@ -76,7 +76,7 @@ pub(super) fn control_csv(stats: &RunStats) -> String {
             .map_or_else(|| s.flow.0.to_string(), |f| field(&f.name));
         let _ = writeln!(
             out,
-            "{},{},{},{session},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{session},{},{},{},{},{},{},{},{},{},{},{},{}",
             super::r(c.at.as_secs_f64(), 3),
             field(stats.net.name(c.tail)),
             field(stats.net.name(s.head)),
@@ -91,6 +91,7 @@ pub(super) fn control_csv(stats: &RunStats) -> String {
             super::r(s.standing, 4),
             super::r(s.cut_share, 4),
             ms(s.floor),
+            ms(s.late_loss),
         );
     }
     out
