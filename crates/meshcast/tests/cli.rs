@@ -340,6 +340,12 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
 /// measured (and gives 214.1–217.7 kbit/s and 3.8–5.4%); 60 ms gives
 /// 213.2–217.4 at under 0.1% loss (202.7–219.4 and 3.7–10.9% at 1400
 /// bytes; docs/celerity.md, "Packet size from the path").
+///
+/// Since late packets are the session's loss (`late_loss`, eighth session
+/// of 2026-11-27) the run without the ceiling loses 3.1% at worst: that
+/// rule alone keeps most of the queue's packets in time too, so the run is
+/// held without it as well (`late_loss = 0`), as it was measured above
+/// (docs/celerity.md, "Late packets are the session's loss").
 #[test]
 fn a_shorter_delay_bound_keeps_its_margins_and_its_queue_inside_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -348,11 +354,13 @@ fn a_shorter_delay_bound_keeps_its_margins_and_its_queue_inside_it() {
     let worst = |s: &Value| worst_of(s, &["A", "B", "C", "D"], 120, |w| num(&w["recv_kbps_min"]));
     let (recv, loss) = worst(&run(&["conference.delay_bound_ms=100"]));
     assert!(recv >= 216.0 && loss <= 0.02, "100 ms: {recv}, {loss}");
-    // Without the ceiling, as measured: with 1400-byte packets.
+    // Without the ceiling, as measured: with 1400-byte packets, and
+    // without late packets as the session's loss.
     let (_, loss) = worst(&run(&[
         "conference.delay_bound_ms=100",
         "conference.queue_ceiling_ms=0",
         "conference.size_target_ms=0",
+        "conference.late_loss=0",
     ]));
     assert!(loss >= 0.05, "100 ms without the ceiling: {loss}");
     let (recv, loss) = worst(&run(&["conference.delay_bound_ms=60"]));
@@ -1140,6 +1148,10 @@ fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
 ///   than 70% and loses at least 20% (measured 64% of its optimum, 27%
 ///   loss; 66%, 26% before the policing slack; 68%, 25% before the gain floor; 67%, 24% before control waited longer; 66%, 26% before the
 ///   cautious ramp; 64%, 28% before the late forecast; 65%, 27% before the standing weight; 66%, 26% before the landing; 61%, 30% before the steady gain).
+///   Since late packets are the session's loss (`late_loss`, eighth
+///   session of 2026-11-27) the defaults give 87%, 2.1%, and the run
+///   without the ceiling 61% with 14.7% loss; that run is held without the
+///   rule too (`late_loss = 0`), as measured above.
 /// - With the linear ceiling and pacing to the heads
 ///   (`ceiling_exponent = 1`, `pace_to_heads = true`), the setting for
 ///   slow cores whose sessions do not share a queue through separate
@@ -1169,7 +1181,10 @@ fn celerity_random_core_with_a_queue_ceiling_reaches_the_optimum() {
     };
     let (ratio, loss) = worst(&run(&[]));
     assert!(ratio >= 0.75 && loss <= 0.18, "defaults: {ratio}, {loss}");
-    let (ratio, loss) = worst(&run(&["conference.queue_ceiling_ms=0"]));
+    let (ratio, loss) = worst(&run(&[
+        "conference.queue_ceiling_ms=0",
+        "conference.late_loss=0",
+    ]));
     assert!(ratio < 0.7 && loss >= 0.2, "no ceiling: {ratio}, {loss}");
     let (ratio, loss) = worst(&run(&[
         "conference.ceiling_exponent=1",
@@ -1331,6 +1346,12 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
 /// 1400 bytes), so the run without the guards is held at 1400-byte
 /// packets (`size_target_ms = 0`), under which it was measured
 /// (docs/celerity.md, "Packet size from the path").
+///
+/// Since late packets are the session's loss (`late_loss`, eighth session
+/// of 2026-11-27) the run without the guards loses 2.6% at worst: that
+/// rule alone charges each session its late packets, so the run without
+/// the guards is held without it as well (`late_loss = 0`), as measured
+/// above (docs/celerity.md, "Late packets are the session's loss").
 #[test]
 fn celerity_delay_guard_keeps_a_long_path_in_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -1348,6 +1369,7 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
             "conference.late_gain=0",
             "conference.late_forecast=false",
             "conference.size_target_ms=0",
+            "conference.late_loss=0",
         ],
     );
     let (_, loss) = worst(&off);
@@ -1385,6 +1407,13 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// the run without it is held at 1400-byte packets (`size_target_ms =
 /// 0`), under which it was measured (0.634, 32.1% and 13.5% at the
 /// default point; docs/celerity.md, "Packet size from the path").
+///
+/// Since late packets are the session's loss (`late_loss`, eighth session
+/// of 2026-11-27): with the forecast 0.774, 2.1% and 0.8%; without it (at
+/// 1400 bytes) 6.7% on average, that rule alone charging the far sessions
+/// their late packets, so the run without the forecast is held without it
+/// as well (`late_loss = 0`), as measured above (docs/celerity.md, "Late
+/// packets are the session's loss").
 #[test]
 fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
     let dir = tempfile::tempdir().unwrap();
@@ -1398,6 +1427,7 @@ fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
         &[
             "conference.late_forecast=false",
             "conference.size_target_ms=0",
+            "conference.late_loss=0",
         ],
     );
     assert!(mean >= 0.13, "forecast off: {mean} loss on average");
@@ -1423,7 +1453,11 @@ fn random_deep(dir: &Path, sets: &[&str]) -> (f64, f64, f64) {
 /// step 0.0146–0.0154: sized 1.9–2.8% on average and 5.2–10.1% at worst,
 /// the worst session at 0.735–0.823 of its coded optimum; at 1400 bytes
 /// 4.2–7.3%, 11.8–22.6% and 0.722–0.821 (docs/celerity.md, "Packet size
-/// from the path"). A target outside [0, delay_bound_ms) is refused.
+/// from the path"). Since late packets are the session's loss (`late_loss`,
+/// eighth session of 2026-11-27) 1400-byte packets lose 2.7% on average,
+/// that rule charging the far sessions their late packets, so that run is
+/// held without it (`late_loss = 0`), as measured above. A target outside
+/// [0, delay_bound_ms) is refused.
 #[test]
 fn celerity_packets_sized_for_their_paths_come_in_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -1432,7 +1466,10 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
         worst <= 0.12 && mean <= 0.035,
         "sized: {worst} loss at worst, {mean} on average"
     );
-    let (_, _, mean) = random_deep(dir.path(), &["conference.size_target_ms=0"]);
+    let (_, _, mean) = random_deep(
+        dir.path(),
+        &["conference.size_target_ms=0", "conference.late_loss=0"],
+    );
     assert!(mean >= 0.04, "1400 bytes: {mean} loss on average");
     let text = std::fs::read_to_string(root().join("scenarios/celerity/random-deep.toml")).unwrap();
     for bad in ["200", "-1"] {
@@ -1528,7 +1565,7 @@ fn trace_control_writes_every_link_rate_update() {
     let (mut rows, mut last_t, mut into_c) = (0, 0.0, 0.0);
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 15, "{line}");
+        assert_eq!(f.len(), 16, "{line}");
         let v: Vec<f64> = f[4..].iter().map(|x| x.parse().unwrap()).collect();
         let t: f64 = f[0].parse().unwrap();
         let (tail, head, session) = (f[1], f[2], f[3]);
