@@ -544,6 +544,17 @@ fn python(script: &str, args: &[&str], dir: &Path) -> Output {
         .expect("python3 (the scenario scripts need it)")
 }
 
+/// [`python`], which must succeed (its stderr shown if not).
+fn python_ok(script: &str, args: &[&str], dir: &Path) -> Output {
+    let out = python(script, args, dir);
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// `random_underlay.py` writes underlays that run, and `score_underlays.py`
 /// scores them as their summaries say: per underlay the session whose lowest
 /// receiver got the least of its coded optimum in the window, and the
@@ -553,12 +564,7 @@ fn underlay_scripts_generate_and_score_underlays() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Seeds 14 and 19: four members, a fraction of a second each.
-    let out = python("random_underlay.py", &["14", "20", "ru"], d);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python_ok("random_underlay.py", &["14", "20", "ru"], d);
     let files: Vec<String> = [14, 19]
         .iter()
         .map(|s| d.join(format!("ru/r{s}.toml")).display().to_string())
@@ -566,12 +572,7 @@ fn underlay_scripts_generate_and_score_underlays() {
     let bin = env!("CARGO_BIN_EXE_meshcast");
     let mut args = vec!["--meshcast", bin, "--json", "scores.json"];
     args.extend(files.iter().map(String::as_str));
-    let out = python("score_underlays.py", &args, d);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = python_ok("score_underlays.py", &args, d);
     let scores: Value =
         serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
     let mut worst = Vec::new();
@@ -672,15 +673,10 @@ fn underlay_families_write_what_their_help_says() {
     ];
     let within = |v: f64, (lo, hi): Range| lo <= v && v <= hi;
     for (family, routers, core, core_ms, up, down) in families {
-        let out = python(
+        python_ok(
             "random_underlay.py",
             &["--family", family, "1", "4", family],
             d,
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
         );
         for seed in 1..4 {
             let name = if family == "core" {
@@ -742,8 +738,7 @@ fn underlay_families_write_what_their_help_says() {
     }
     // The core family is the set docs/celerity.md reports: seed 6 is
     // random-core.toml's underlay.
-    let six = python("random_underlay.py", &["6", "7", "six"], d);
-    assert!(six.status.success());
+    python_ok("random_underlay.py", &["6", "7", "six"], d);
     let six: toml::Value =
         toml::from_str(&std::fs::read_to_string(d.join("six/r6.toml")).unwrap()).unwrap();
     let kept: toml::Value = toml::from_str(
@@ -774,15 +769,10 @@ fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
     let bin = env!("CARGO_BIN_EXE_meshcast");
     let file = root().join("scenarios/celerity/dumbbell.toml");
     let file = file.to_str().unwrap();
-    let out = python(
+    let out = python_ok(
         "binding_links.py",
         &["--meshcast", bin, "--json", "links.json", file],
         d,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let rows: Value =
         serde_json::from_slice(&std::fs::read(d.join("links.json")).unwrap()).unwrap();
@@ -882,12 +872,7 @@ fn robustness_script_measures_the_families_points() {
     let family = |name: &str, limit: &str| {
         let file = format!("{name}.json");
         let args = ["--meshcast", bin, "--limit", limit, "--json", &file, name];
-        let out = python("robustness.py", &args, d);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = python_ok("robustness.py", &args, d);
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
             stdout.contains(&format!("{name}: {limit} points")),
