@@ -111,6 +111,7 @@ pub(crate) struct RawConference {
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
     age_margin_ms: Option<Spanned<f64>>,
+    age_queue: Option<bool>,
     late_forecast: Option<bool>,
     late_loss: Option<Spanned<f64>>,
     late_gain: Option<Spanned<f64>>,
@@ -344,6 +345,9 @@ pub(crate) fn check(
     }
     if let Some(v) = below_bound(&raw.age_margin_ms, "conference.age_margin_ms")? {
         params.age_margin = Duration::from_secs_f64(v / 1e3);
+    }
+    if let Some(v) = raw.age_queue {
+        params.age_queue = v;
     }
     if let Some(v) = raw.late_forecast {
         params.late_forecast = v;

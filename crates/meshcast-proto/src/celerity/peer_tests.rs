@@ -687,9 +687,10 @@ fn the_delay_guard_counts_the_serialisation_of_data_packets() {
 
 /// The age guard (`CelerityParams::age_margin`): a link whose data
 /// packets arrive 150 ms old on average, with hardly any queue of its own
-/// (the delay was built upstream of the relay), is charged `late_gain` per
-/// second past the bound less the margin (200 − 80 = 120 ms); at 100 ms old
-/// it is not charged.
+/// (the delay was built upstream of the relay: the packets are 10 ms from
+/// their source when nothing queues), is charged `late_gain` per second
+/// past the bound less the margin (200 − 80 = 120 ms); at 100 ms old it is
+/// not charged.
 #[test]
 fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
     let c = cfg(3, 0);
@@ -697,16 +698,88 @@ fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
     let gain = c.params.late_gain;
     let price = |age: f64| {
         steady_price(&c, 0.005, |inc| {
-            // The second's average already there, and this interval alike.
+            // The second's averages already there, and this interval alike.
             inc.age_slow = age;
             inc.age_sum = age * 10.0;
             inc.age_n = 10;
+            inc.queued_age_slow = age - 0.010;
+            inc.queued_age_sum = (age - 0.010) * 10.0;
         })
     };
     let old = price(0.150);
     assert!((old - (0.005 + gain * 0.03)).abs() < 1e-9, "{old}");
     let young = price(0.100);
     assert!((young - 0.005).abs() < 1e-9, "{young}");
+}
+
+/// The age guard counts the queued age only (`CelerityParams::age_queue`).
+/// One session's data packets over link 1 → 0 arrive first at their base
+/// age (the path's propagation, nothing queued) and then 150 ms old, with
+/// 5 ms of queue on the link itself. A member 140 ms away (10 ms queued on
+/// the way) is charged `late_gain` per second of those 10 ms, not of the
+/// 30 ms past the knee (200 − 80 ms); packets sent 10 ms away that waited
+/// 140 ms upstream are charged the 30 ms, as is the far member without
+/// the rule.
+#[test]
+fn the_age_guard_charges_the_queued_age_only() {
+    let now = Time::from_secs(10);
+    // The age guard's charge in seconds of age.
+    let charge = |base_ms: u64, age_queue: bool| {
+        let mut c = cfg(3, 0);
+        c.params.age_queue = age_queue;
+        // The headers make the session known; its `U′` is left out of the
+        // queue's price scale.
+        c.params.queue_ceiling = None;
+        let gain = c.params.late_gain;
+        let mut peer = CelerityPeer::new(c).unwrap();
+        peer.present = vec![true; 3];
+        let from = peer.cfg.participants[1];
+        let ages = std::iter::repeat_n(base_ms, 10).chain(std::iter::repeat_n(150, 10));
+        for (seq, ms_ago) in ages.enumerate() {
+            let header = DataHeader {
+                session: 2,
+                media_seq: seq as u32,
+                origin_ts_us: micros(Time::from_millis(10_000 - ms_ago)),
+                uprime: 0.1,
+                relay_side: 0b111,
+                recv_side: 0b110,
+                entries: vec![],
+                padding: false,
+            };
+            let link = LinkHeader {
+                hop_seq: seq as u16,
+                hop_ts_us: 0,
+            };
+            peer.handle_datagram(
+                now,
+                from,
+                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
+            );
+        }
+        let inc = &mut peer.incoming[1];
+        let queued = 0.150 - base_ms as f64 / 1e3;
+        assert_eq!(inc.age_n, 20);
+        assert!(
+            close(inc.queued_age_sum, 10.0 * queued),
+            "{}",
+            inc.queued_age_sum
+        );
+        // The second's averages already there, as after a while of it.
+        inc.age_slow = 0.150;
+        inc.age_sum = 1.5;
+        inc.age_n = 10;
+        inc.queued_age_slow = queued;
+        inc.queued_age_sum = 10.0 * queued;
+        measured(inc, 0.005, true);
+        peer.update_rates(1, 1.0, false, false, 0.2, false);
+        (peer.incoming[1].price - 0.005) / gain
+    };
+    let far = charge(140, true);
+    assert!(close(far, 0.010), "{far}");
+    let upstream = charge(10, true);
+    assert!(close(upstream, 0.030), "{upstream}");
+    let whole = charge(140, false);
+    assert!(close(whole, 0.030), "{whole}");
 }
 
 /// The late forecast (`CelerityParams::late_forecast`): a link whose
