@@ -381,7 +381,7 @@ pub struct CelerityParams {
     ///
     /// Off by default (the whole excess is charged): on the dumbbell with
     /// 125 ms of propagation on its bottleneck it lifts the worst session
-    /// from 120–129 to 197–214 kbit/s of a 240 optimum over nine step × β
+    /// from 109–128 to 197–214 kbit/s of a 240 optimum over nine step × β
     /// points, but the late packets of the queue's swings then cost up to
     /// 2.75% of a session's packets where 2% is the line; on the random
     /// underlays it moves the scores by about their noise, with more late
