@@ -712,6 +712,32 @@ fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
     assert!((young - 0.005).abs() < 1e-9, "{young}");
 }
 
+/// Hands `peer` a data packet of `session` over link 1 → it at `now`, its
+/// link sequence number `seq`, sent by its source `ms_ago` milliseconds
+/// before 10 s (the tests' `now`).
+fn receive_data(peer: &mut CelerityPeer, now: Time, seq: usize, session: u8, ms_ago: u64) {
+    let header = DataHeader {
+        session,
+        media_seq: seq as u32,
+        origin_ts_us: micros(Time::from_millis(10_000 - ms_ago)),
+        uprime: 0.1,
+        relay_side: 0b111,
+        recv_side: 0b110,
+        entries: vec![],
+        padding: false,
+    };
+    let link = LinkHeader {
+        hop_seq: seq as u16,
+        hop_ts_us: 0,
+    };
+    let from = peer.cfg.participants[1];
+    peer.handle_datagram(
+        now,
+        from,
+        &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
+    );
+}
+
 /// The age guard counts the queued age only (`CelerityParams::age_queue`).
 /// One session's data packets over link 1 → 0 arrive first at their base
 /// age (the path's propagation, nothing queued) and then 150 ms old, with
@@ -733,28 +759,9 @@ fn the_age_guard_charges_the_queued_age_only() {
         let gain = c.params.late_gain;
         let mut peer = CelerityPeer::new(c).unwrap();
         peer.present = vec![true; 3];
-        let from = peer.cfg.participants[1];
         let ages = std::iter::repeat_n(base_ms, 10).chain(std::iter::repeat_n(150, 10));
         for (seq, ms_ago) in ages.enumerate() {
-            let header = DataHeader {
-                session: 2,
-                media_seq: seq as u32,
-                origin_ts_us: micros(Time::from_millis(10_000 - ms_ago)),
-                uprime: 0.1,
-                relay_side: 0b111,
-                recv_side: 0b110,
-                entries: vec![],
-                padding: false,
-            };
-            let link = LinkHeader {
-                hop_seq: seq as u16,
-                hop_ts_us: 0,
-            };
-            peer.handle_datagram(
-                now,
-                from,
-                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
-            );
+            receive_data(&mut peer, now, seq, 2, ms_ago);
         }
         let inc = &mut peer.incoming[1];
         let queued = 0.150 - base_ms as f64 / 1e3;
@@ -824,10 +831,6 @@ fn the_late_forecast_charges_a_link_at_most_its_queue() {
 #[test]
 fn late_packets_are_charged_to_their_own_session_alone() {
     let now = Time::from_secs(10);
-    let link = LinkHeader {
-        hop_seq: 0,
-        hop_ts_us: 0,
-    };
     // (rates of sessions 1 and 2 on the link, its price) after one
     // interval from equal rates.
     let run_with = |weight: f64, window: bool, model: Option<Model>| {
@@ -844,32 +847,13 @@ fn late_packets_are_charged_to_their_own_session_alone() {
             peer.sessions[m] = known_session(0.1, 0b111, 0b110);
         }
         peer.incoming[1].ramping = false;
-        let from = peer.cfg.participants[1];
         for (seq, (session, ms_ago)) in [(1, 20), (2, 250), (1, 20), (2, 170)]
             .into_iter()
             .cycle()
             .take(40)
             .enumerate()
         {
-            let header = DataHeader {
-                session,
-                media_seq: seq as u32,
-                origin_ts_us: micros(Time::from_millis(10_000 - ms_ago)),
-                uprime: 0.1,
-                relay_side: 0b111,
-                recv_side: 0b110,
-                entries: vec![],
-                padding: false,
-            };
-            let link = LinkHeader {
-                hop_seq: seq as u16,
-                ..link
-            };
-            peer.handle_datagram(
-                now,
-                from,
-                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
-            );
+            receive_data(&mut peer, now, seq, session, ms_ago);
         }
         let inc = &mut peer.incoming[1];
         assert_eq!(
