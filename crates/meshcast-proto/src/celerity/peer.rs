@@ -954,6 +954,8 @@ struct Incoming {
     /// Per session, the smallest age of its data packets over the link
     /// (see [`CelerityParams::age_queue`]); the interval's ages above
     /// those bases, summed, and their mean averaged over about a second.
+    /// Measured only with that rule on (a peer's parameters do not change
+    /// while it runs).
     age_base: [BaseDelay; MAX_PARTICIPANTS],
     queued_age_sum: f64,
     queued_age_slow: f64,
@@ -3582,8 +3584,11 @@ impl Endpoint for CelerityPeer {
             } => {
                 self.measure(u, now, link, Some(media.len()));
                 let age = age_since(now, header.origin_ts_us).as_secs_f64();
-                let (forecast_on, late_loss) =
-                    (self.cfg.params.late_forecast, self.cfg.params.late_loss);
+                let (forecast_on, late_loss, age_queue) = (
+                    self.cfg.params.late_forecast,
+                    self.cfg.params.late_loss,
+                    self.cfg.params.age_queue,
+                );
                 let forecast = if forecast_on || late_loss > 0.0 {
                     age + self.delay_below(&header.entries)
                 } else {
@@ -3597,7 +3602,9 @@ impl Endpoint for CelerityPeer {
                 inc.forecast_late += u32::from(late);
                 let m = usize::from(header.session);
                 if m < MAX_PARTICIPANTS {
-                    inc.queued_age_sum += inc.age_base[m].sample(now, age);
+                    if age_queue {
+                        inc.queued_age_sum += inc.age_base[m].sample(now, age);
+                    }
                     inc.session_packets[m] += 1;
                     inc.session_late[m] += u32::from(lost);
                 }
