@@ -2278,6 +2278,7 @@ impl CelerityPeer {
                     inc.qslow = 0.0;
                     inc.standing = 1.0;
                     inc.age_slow = 0.0;
+                    inc.queued_age_slow = 0.0;
                     inc.forecast_slow = 0.0;
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
                 }
