@@ -99,6 +99,7 @@ pub(crate) struct RawConference {
     media_bytes: Option<Spanned<i64>>,
     media_sizes: Option<Spanned<Vec<Spanned<i64>>>>,
     size_target_ms: Option<Spanned<f64>>,
+    size_fanout: Option<bool>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
     ceiling_exponent: Option<Spanned<f64>>,
@@ -312,6 +313,9 @@ pub(crate) fn check(
     // 0 sends every packet at media_bytes.
     if let Some(v) = below_bound(&raw.size_target_ms, "conference.size_target_ms")? {
         params.size_target = (v > 0.0).then(|| Duration::from_secs_f64(v / 1e3));
+    }
+    if let Some(v) = raw.size_fanout {
+        params.size_fanout = v;
     }
     if let Some(v) = positive_fraction(&raw.ceiling_exponent, "conference.ceiling_exponent")? {
         params.ceiling_exponent = v;

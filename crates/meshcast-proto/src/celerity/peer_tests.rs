@@ -1956,13 +1956,74 @@ fn thin_trees_do_not_size_the_packets() {
     let longest = |p: &CelerityPeer, chain_rate: f64| {
         p.longest_path_per_byte(&[(star.clone(), 95.0), (chain.clone(), chain_rate)])
     };
-    assert_eq!(longest(&p, 0.0), Some(10e-6));
-    assert_eq!(longest(&p, 3.0), Some(10e-6));
+    // The star's second copy waits for the first (`size_fanout`).
+    assert_eq!(longest(&p, 0.0), Some(20e-6));
+    assert_eq!(longest(&p, 3.0), Some(20e-6));
     let relayed = longest(&p, 10.0).unwrap();
     assert!((relayed - 110e-6).abs() < 1e-12, "{relayed}");
     // A link on a counted tree that has not been measured holds the
     // decision back; one on a thin tree does not.
     p.src.per_byte[3 + 2] = None;
-    assert_eq!(longest(&p, 3.0), Some(10e-6));
+    assert_eq!(longest(&p, 3.0), Some(20e-6));
     assert_eq!(longest(&p, 10.0), None);
+}
+
+/// `size_fanout`: a path's serialisation counts each hop's wait behind
+/// the copies its sender sends first, in the order the peers send them
+/// (a source's in its tree's order, a relay's by member), as the smaller
+/// of the two links' measure; and a relay does send by member.
+#[test]
+fn the_packet_size_counts_the_copies_sent_before() {
+    let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
+    for v in 1..4 {
+        p.outgoing[v].per_byte = Some(10e-6);
+    }
+    // 1 → 2 is quick, 1 → 3 slow.
+    p.src.per_byte[4 + 2] = Some(30e-6);
+    p.src.per_byte[4 + 3] = Some(100e-6);
+    let longest = |p: &CelerityPeer, tree: &Tree| p.longest_path_per_byte(&[(tree.clone(), 100.0)]);
+    let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
+    // The source's three copies: the third waits for two.
+    let star = Tree {
+        occ: vec![(0, None), (3, Some(0)), (1, Some(0)), (2, Some(0))],
+    };
+    assert!(close(longest(&p, &star), 30e-6));
+    // Relay 1's copies: 2's first, although the tree lists 3 first; 3's
+    // waits behind 2's on what the two can share, 2's 30 µs.
+    let relayed = Tree {
+        occ: vec![(0, None), (1, Some(0)), (3, Some(1)), (2, Some(1))],
+    };
+    assert!(close(longest(&p, &relayed), (10.0 + 100.0 + 30.0) * 1e-6));
+    p.cfg.params.size_fanout = false;
+    assert!(close(longest(&p, &star), 10e-6));
+    assert!(close(longest(&p, &relayed), 110e-6));
+
+    // Peer 1 relays session 0's packet to 3 and 2 (as the tree above):
+    // 2's copy leaves first.
+    let mut r = CelerityPeer::new(cfg(4, 1)).unwrap();
+    let now = Time::from_secs(10);
+    for v in [0, 2, 3] {
+        r.present[v] = true;
+        r.direct[v] = Some(now);
+        r.outgoing[v].rates[0] = 1000.0;
+        r.outgoing[v].bucket[0] = (1e6, now);
+    }
+    let header = DataHeader {
+        session: 0,
+        media_seq: 1,
+        origin_ts_us: micros(Time::from_millis(9_990)),
+        uprime: 0.1,
+        relay_side: 0b1111,
+        recv_side: 0b1111,
+        entries: vec![TreeEntry {
+            member: 1,
+            children: 0b1100,
+        }],
+        padding: false,
+    };
+    r.on_data(now, header, &[0u8; 1400]);
+    let to: Vec<Addr> = std::iter::from_fn(|| r.poll_transmit(now))
+        .map(|t| t.to)
+        .collect();
+    assert_eq!(to, vec![r.cfg.participants[2], r.cfg.participants[3]]);
 }
