@@ -309,9 +309,10 @@ pub struct CelerityParams {
     /// the last wait five packet times) it gave the worst session 0.739 of
     /// the coded optimum against 0.724 on thirty such underlays, and 0.745
     /// against 0.717 where core links take 15–60 ms; the core sets moved
-    /// within their noise and the dumbbell's scenarios not at all
-    /// (docs/celerity.md, "The fan-out in the packet size"). `false` counts
-    /// each hop's own serialisation only.
+    /// within their noise and the dumbbell's scenarios not at all (with
+    /// the paper's 2-hop trees, which relay across its bottleneck and back,
+    /// they do: docs/celerity.md, "The fan-out in the packet size").
+    /// `false` counts each hop's own serialisation only.
     pub size_fanout: bool,
     /// The built-in source's packet sizes, media bytes, taken in turn
     /// (each 16..=1400); empty (the default) sends every packet at
