@@ -1501,9 +1501,10 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
 ///
 /// Measured with the defaults of the tenth session of 2026-11-27 (the
 /// packet size counting the fan-out): every session at least 0.849 at
-/// 0.3% loss or less (0.882 without the fan-out). Without the share P3 gets 0.656 at 1400-byte packets and
-/// 0.690 with packets sized for their paths; the run without it is held at
-/// 1400 bytes (`size_target_ms = 0`), under which the rule was measured
+/// 0.3% loss or less (0.882 without the fan-out). Without the share P3
+/// gets 0.656 at 1400-byte packets and 0.690 with packets sized for their
+/// paths; the run without it is held at 1400 bytes (`size_target_ms = 0`),
+/// under which the rule was measured
 /// (docs/celerity.md, "The floor's cut share" and "Packet size from the
 /// path", whose figures are of their day).
 #[test]
