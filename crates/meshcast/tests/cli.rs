@@ -15,6 +15,19 @@ fn meshcast(args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
+/// [`meshcast`], failing the test with the command and its stderr unless
+/// it succeeded.
+fn meshcast_ok(args: &[&str], cwd: &Path) -> Output {
+    let out = meshcast(args, cwd);
+    assert!(
+        out.status.success(),
+        "meshcast {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -37,8 +50,7 @@ fn run_json(dir: &Path, extra: &[&str]) -> Value {
     let out_s = out.display().to_string();
     args.push(&out_s);
     args.extend_from_slice(extra);
-    let o = meshcast(&args, dir);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = meshcast_ok(&args, dir);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
@@ -418,12 +430,7 @@ fn optimum_matches_the_dumbbell_analysis() {
     let dir = tempfile::tempdir().unwrap();
     let file = root().join("scenarios/celerity/dumbbell.toml");
     let at = |t: &str| -> Value {
-        let out = meshcast(&["optimum", file.to_str().unwrap(), "--at", t], dir.path());
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = meshcast_ok(&["optimum", file.to_str().unwrap(), "--at", t], dir.path());
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let v = at("0");
@@ -448,11 +455,10 @@ fn optimum_matches_the_dumbbell_analysis() {
     // A's and B's 86.2 ms at 198.9 under the cross traffic. The baselines'
     // stars cross it twice per packet: half of `U′` at 120 kbit/s, 69.2 ms.
     let prices = |t: &str| -> Value {
-        let out = meshcast(
+        let out = meshcast_ok(
             &["optimum", file.to_str().unwrap(), "--at", t, "--prices"],
             dir.path(),
         );
-        assert!(out.status.success());
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let v = prices("0");
@@ -529,12 +535,7 @@ fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("random-193.toml");
     std::fs::write(&file, toml).unwrap();
-    let out = meshcast(&["optimum", file.to_str().unwrap()], dir.path());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = meshcast_ok(&["optimum", file.to_str().unwrap()], dir.path());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(num(&v["coded"]["P0"]), 800.0, "{v}");
     for h in &hosts[1..] {
@@ -588,8 +589,7 @@ fn underlay_scripts_generate_and_score_underlays() {
         serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
     let mut worst = Vec::new();
     for (file, score) in files.iter().zip(scores.as_array().unwrap()) {
-        let run = meshcast(&["run", file, "--json", "--out", "o"], d);
-        assert!(run.status.success());
+        let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
         let s: Value = serde_json::from_slice(&run.stdout).unwrap();
         let (fraction, id) = s["flows"]
             .as_array()
@@ -733,12 +733,7 @@ fn underlay_families_write_what_their_help_says() {
                     ),
                 }
             }
-            let opt = meshcast(&["optimum", file.to_str().unwrap()], d);
-            assert!(
-                opt.status.success(),
-                "{name}: {}",
-                String::from_utf8_lossy(&opt.stderr)
-            );
+            let opt = meshcast_ok(&["optimum", file.to_str().unwrap()], d);
             let v: Value = serde_json::from_slice(&opt.stdout).unwrap();
             assert_eq!(
                 v["coded"].as_object().unwrap().len(),
@@ -787,8 +782,7 @@ fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
     );
     let rows: Value =
         serde_json::from_slice(&std::fs::read(d.join("links.json")).unwrap()).unwrap();
-    let run = meshcast(&["run", file, "--json", "--out", "o"], d);
-    assert!(run.status.success());
+    let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
     let s: Value = serde_json::from_slice(&run.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     let links: Vec<&str> = rows.iter().map(|r| r["link"].as_str().unwrap()).collect();
@@ -1002,12 +996,7 @@ fn scenario_json(dir: &Path, file: &str, extra: &[&str]) -> Value {
     let file = root().join("scenarios").join(file);
     let mut args = vec!["run", file.to_str().unwrap(), "--json"];
     args.extend_from_slice(extra);
-    let out = meshcast(&args, dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = meshcast_ok(&args, dir);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -1549,7 +1538,7 @@ fn trace_control_writes_every_link_rate_update() {
     let dir = tempfile::tempdir().unwrap();
     let file = root().join("scenarios/celerity/peer-dynamics.toml");
     let out = dir.path().join("traced");
-    let o = meshcast(
+    let o = meshcast_ok(
         &[
             "run",
             file.to_str().unwrap(),
@@ -1560,7 +1549,6 @@ fn trace_control_writes_every_link_rate_update() {
         ],
         dir.path(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s: Value = serde_json::from_slice(&o.stdout).unwrap();
     let text = std::fs::read_to_string(out.join("control.csv")).unwrap();
     let mut lines = text.lines();
@@ -1609,11 +1597,10 @@ fn trace_control_writes_every_link_rate_update() {
         "A's rates into C {rate_into_c} kbit/s, its worst receiver {got}"
     );
     let untraced = |to: &Path| {
-        let o = meshcast(
+        meshcast_ok(
             &["run", file.to_str().unwrap(), "--out", to.to_str().unwrap()],
             dir.path(),
         );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
     let plain = dir.path().join("plain");
     untraced(&plain);
@@ -2066,8 +2053,7 @@ fn sweep_json(dir: &Path, args: &[&str]) -> Value {
     let mut all = vec!["sweep"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--out", out.to_str().unwrap(), "--json"]);
-    let o = meshcast(&all, dir);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = meshcast_ok(&all, dir);
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
