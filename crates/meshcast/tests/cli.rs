@@ -15,17 +15,24 @@ fn meshcast(args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
-/// [`meshcast`], failing the test with the command and its stderr unless
-/// it succeeded.
-fn meshcast_ok(args: &[&str], cwd: &Path) -> Output {
-    let out = meshcast(args, cwd);
+/// `out`, failing the test with `what` ran and its stderr unless it
+/// succeeded.
+fn succeeded(out: Output, what: impl std::fmt::Display) -> Output {
     assert!(
         out.status.success(),
-        "meshcast {}: {}",
-        args.join(" "),
+        "{what}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// [`meshcast`], failing the test with the command and its stderr unless
+/// it succeeded.
+fn meshcast_ok(args: &[&str], cwd: &Path) -> Output {
+    succeeded(
+        meshcast(args, cwd),
+        format_args!("meshcast {}", args.join(" ")),
+    )
 }
 
 fn root() -> PathBuf {
@@ -558,13 +565,7 @@ fn python(script: &str, args: &[&str], dir: &Path) -> Output {
 
 /// [`python`], which must succeed (its stderr shown if not).
 fn python_ok(script: &str, args: &[&str], dir: &Path) -> Output {
-    let out = python(script, args, dir);
-    assert!(
-        out.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    succeeded(python(script, args, dir), script)
 }
 
 /// `random_underlay.py` writes underlays that run, and `score_underlays.py`
