@@ -103,6 +103,7 @@ pub(crate) struct RawConference {
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
     ceiling_exponent: Option<Spanned<f64>>,
+    ceiling_slack: Option<Spanned<f64>>,
     pace_to_heads: Option<bool>,
     share_guard: Option<Spanned<f64>>,
     standing_ratio: Option<Spanned<f64>>,
@@ -319,6 +320,10 @@ pub(crate) fn check(
     }
     if let Some(v) = positive_fraction(&raw.ceiling_exponent, "conference.ceiling_exponent")? {
         params.ceiling_exponent = v;
+    }
+    // 0 turns it off (one ceiling for every link).
+    if let Some(v) = fraction(&raw.ceiling_slack, "conference.ceiling_slack")? {
+        params.ceiling_slack = v;
     }
     if let Some(p) = raw.pace_to_heads {
         params.pace_to_heads = p;

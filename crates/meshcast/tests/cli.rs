@@ -1525,6 +1525,25 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     }
 }
 
+/// The ceiling within the slack (`conference.ceiling_slack`, docs/celerity.md,
+/// "The ceiling within the slack") is a fraction of the slack: anything
+/// outside 0..=1 is refused, naming the key. Its effect is chaotic one
+/// underlay at a time, so it is judged on the sets and families, and the
+/// peer test `the_ceiling_shrinks_with_the_slack_of_far_members` checks
+/// the rule itself.
+#[test]
+fn celerity_ceiling_slack_is_a_fraction() {
+    let text = std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();
+    for bad in ["1.5", "-0.1"] {
+        let set = format!("conference.ceiling_slack={bad}");
+        expect_bad_input(
+            &text,
+            &["--set", &set],
+            &["conference.ceiling_slack", "must be a number in 0..=1"],
+        );
+    }
+}
+
 /// `--trace-control` writes control.csv: every peer's link rate update,
 /// per session, overlay link and control interval (docs/report-format.md).
 /// On peer dynamics (D present from 120 s to 300 s) the rows name only

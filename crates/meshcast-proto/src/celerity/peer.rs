@@ -159,6 +159,31 @@ pub struct CelerityParams {
     /// and the split is restored, at `1 − e` of the plain price's force.
     /// Default 2/3.
     pub ceiling_exponent: f64,
+    /// The queue ceiling within the delay budget's slack: a link's ceiling
+    /// ([`queue_ceiling`](Self::queue_ceiling)) is at most this fraction
+    /// of the slack its data packets have left, the delay bound less the
+    /// largest propagation any of them will have had at the farthest
+    /// member below the link. Per packet that is its base age over the
+    /// link (its session's smallest age there within ten minutes, kept as
+    /// [`age_queue`](Self::age_queue)'s is) plus the propagation down the
+    /// subtree below this peer (as the late forecast counts it,
+    /// [`late_forecast`](Self::late_forecast)); the interval's largest,
+    /// averaged over about a second. 0 turns it off; never under 5 ms.
+    ///
+    /// A link's queue stands for its price, and the ceiling sets how long
+    /// a queue stands for a given price. One length for every link
+    /// suits members near each other; a member 130 ms away has 70 ms left
+    /// for every queue on its path, and the near members' sessions that
+    /// share its last link held a queue there that made 40% of its
+    /// packets late (`long-23`: 34 of 200 kbit/s). With the ceiling at
+    /// 0.6 of the slack that queue is shorter, and the far session gets
+    /// 0.72 of its optimum with 1.9% loss (docs/celerity.md, "The ceiling
+    /// within the slack"). Default 0.6: every link of the dumbbell keeps
+    /// the 80-ms ceiling (0.6 of the slack is at least 80 ms where the
+    /// propagation is at most 67 ms, as on Mutualcast's trees that cross
+    /// its bottleneck twice); a smaller fraction shortened those too and
+    /// moved the baselines' split.
+    pub ceiling_slack: f64,
     /// Whether a source sends a packet only down a tree whose every head
     /// has room for it in its bucket for the session (a copy of each
     /// head's bucket, one packet shallower), waiting until one has;
@@ -582,6 +607,12 @@ pub const FLOOR_SHARE_BUDGET: f64 = 2.0;
 /// at most this fraction of the delay bound.
 pub const SPARE_PROPAGATION: f64 = 0.1;
 
+/// See [`CelerityParams::ceiling_slack`]: a link's ceiling is never
+/// shorter than this, seconds, however little slack its packets have
+/// left: a shorter queue than about one packet's serialisation cannot
+/// stand for a price.
+pub const SLACK_CEILING_MIN: f64 = 0.005;
+
 /// See [`CelerityParams::steady_gain`]: a link is near its equilibrium for
 /// a session while the common part of rule (10)'s relative gradient,
 /// `(Ū′ − price)/U′`, is smaller than this in size. Applying the steady
@@ -681,6 +712,7 @@ impl Default for CelerityParams {
             damping: Duration::from_millis(1500),
             queue_ceiling: Some(Duration::from_millis(80)),
             ceiling_exponent: 2.0 / 3.0,
+            ceiling_slack: 0.6,
             pace_to_heads: false,
             share_guard: 3.0,
             standing_ratio: 0.5,
@@ -974,11 +1006,16 @@ struct Incoming {
     /// Per session, the smallest age of its data packets over the link
     /// (see [`CelerityParams::age_queue`]); the interval's ages above
     /// those bases, summed, and their mean averaged over about a second.
-    /// Measured only with that rule on (a peer's parameters do not change
-    /// while it runs).
+    /// Measured only with that rule or [`CelerityParams::ceiling_slack`]
+    /// on (a peer's parameters do not change while it runs).
     age_base: [BaseDelay; MAX_PARTICIPANTS],
     queued_age_sum: f64,
     queued_age_slow: f64,
+    /// The largest propagation forecast of this interval's data packets
+    /// (see [`CelerityParams::ceiling_slack`]), and its average over about
+    /// a second.
+    reach_max: f64,
+    reach_slow: f64,
     /// How many of this interval's data packets are forecast late (see
     /// [`CelerityParams::late_forecast`]), and that fraction averaged
     /// over about a second.
@@ -1397,6 +1434,7 @@ impl CelerityPeer {
         }
         for (name, v) in [
             ("repair_ratio", p.repair_ratio),
+            ("ceiling_slack", p.ceiling_slack),
             ("resume", p.resume),
             ("standing_ratio", p.standing_ratio),
             ("police_slack", p.police_slack),
@@ -1451,6 +1489,8 @@ impl CelerityPeer {
             age_base: Default::default(),
             queued_age_sum: 0.0,
             queued_age_slow: 0.0,
+            reach_max: 0.0,
+            reach_slow: 0.0,
             forecast_late: 0,
             session_packets: [0; MAX_PARTICIPANTS],
             session_late: [0; MAX_PARTICIPANTS],
@@ -1951,6 +1991,7 @@ impl CelerityPeer {
         // The age guard (see `CelerityParams::age_margin`), on the same
         // one-second average.
         if inc.age_n > 0 {
+            inc.reach_slow += 0.2 * (inc.reach_max - inc.reach_slow);
             inc.age_slow += 0.2 * (inc.age_sum / f64::from(inc.age_n) - inc.age_slow);
             let queued = inc.queued_age_sum / f64::from(inc.age_n);
             inc.queued_age_slow += 0.2 * (queued - inc.queued_age_slow);
@@ -2048,7 +2089,18 @@ impl CelerityPeer {
         // R falls) queued past the delay bound, where every packet came
         // late. Not in the start's window (see
         // `CelerityParams::queue_ceiling`).
-        let ceiling = self.cfg.params.queue_ceiling.map(|c| c.as_secs_f64());
+        // At most `ceiling_slack` of the slack its packets have left (see
+        // `CelerityParams::ceiling_slack`).
+        let slack_share = self.cfg.params.ceiling_slack;
+        let slack = self.cfg.params.delay_bound.as_secs_f64() - inc.reach_slow;
+        let ceiling = self.cfg.params.queue_ceiling.map(|c| {
+            let c = c.as_secs_f64();
+            if slack_share > 0.0 {
+                c.min((slack_share * slack).max(SLACK_CEILING_MIN))
+            } else {
+                c
+            }
+        });
         let exponent = self.cfg.params.ceiling_exponent;
         // Known sessions only: an unknown one's placeholder gain (which
         // lets a newcomer's direct link grow) is not a `U′`.
@@ -2299,6 +2351,7 @@ impl CelerityPeer {
                     inc.standing = 1.0;
                     inc.age_slow = 0.0;
                     inc.queued_age_slow = 0.0;
+                    inc.reach_slow = 0.0;
                     inc.forecast_slow = 0.0;
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
                 }
@@ -2329,6 +2382,7 @@ impl CelerityPeer {
             inc.qsamples.clear();
             inc.age_sum = 0.0;
             inc.queued_age_sum = 0.0;
+            inc.reach_max = 0.0;
             inc.forecast_late = 0;
             inc.session_packets = [0; MAX_PARTICIPANTS];
             inc.session_late = [0; MAX_PARTICIPANTS];
@@ -3642,12 +3696,13 @@ impl Endpoint for CelerityPeer {
             } => {
                 self.measure(u, now, link, Some(media.len()));
                 let age = age_since(now, header.origin_ts_us).as_secs_f64();
-                let (forecast_on, late_loss, age_queue) = (
+                let (forecast_on, late_loss, age_queue, slack_on) = (
                     self.cfg.params.late_forecast,
                     self.cfg.params.late_loss,
                     self.cfg.params.age_queue,
+                    self.cfg.params.ceiling_slack > 0.0,
                 );
-                let forecast = if forecast_on || late_loss > 0.0 {
+                let forecast = if forecast_on || late_loss > 0.0 || slack_on {
                     age + self.delay_below(&header.entries)
                 } else {
                     age
@@ -3660,8 +3715,11 @@ impl Endpoint for CelerityPeer {
                 inc.forecast_late += u32::from(late);
                 let m = usize::from(header.session);
                 if m < MAX_PARTICIPANTS {
-                    if age_queue {
-                        inc.queued_age_sum += inc.age_base[m].sample(now, age);
+                    if age_queue || slack_on {
+                        let queued = inc.age_base[m].sample(now, age);
+                        inc.queued_age_sum += queued;
+                        // Its age less what it queued, plus the way below.
+                        inc.reach_max = inc.reach_max.max(forecast - queued);
                     }
                     inc.session_packets[m] += 1;
                     inc.session_late[m] += u32::from(lost);

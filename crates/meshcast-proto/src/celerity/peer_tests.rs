@@ -647,6 +647,54 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
     assert!(close(both, 2.25 * 0.17 + 4.0 * 0.01), "{both}");
 }
 
+/// The ceiling within the slack (`CelerityParams::ceiling_slack`): a link
+/// whose packets will have had 130 ms of propagation at their farthest
+/// member has 70 ms of slack, so its ceiling is 0.6 · 70 = 42 ms, not 80,
+/// and a session at `U′` 0.27 s scales the price by (0.27/0.042)^(2/3)
+/// instead of 2.25. A link whose packets come from 50 ms away (0.6 · 150
+/// ms is past 80) keeps the 80-ms ceiling, as does every link with the
+/// rule off. The reach is measured from the packets: each one's age less
+/// its queued part (its session's smallest age so far), plus the way
+/// below.
+#[test]
+fn the_ceiling_shrinks_with_the_slack_of_far_members() {
+    let mut c = cfg(3, 0);
+    // The price is the queue alone (no delay guard).
+    c.params.late_gain = 0.0;
+    assert!(close(c.params.ceiling_slack, 0.6));
+    let price = |c: &CelerityConfig, reach: f64| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2].uprime = 0.27;
+        for _ in 0..300 {
+            let inc = &mut peer.incoming[1];
+            measured(inc, 0.05, true);
+            inc.age_n = 10;
+            inc.age_sum = 10.0 * reach;
+            inc.reach_max = reach;
+            peer.update_rates(1, 1.0, true, false, 0.2, false);
+        }
+        peer.incoming[1].price
+    };
+    let far = price(&c, 0.130);
+    let scale = (0.27f64 / (0.6 * 0.070)).powf(2.0 / 3.0);
+    assert!((far - 0.05 * scale).abs() < 1e-9, "{far}");
+    let near = price(&c, 0.050);
+    assert!(close(near, 0.05 * 2.25), "{near}");
+    let mut off = c.clone();
+    off.params.ceiling_slack = 0.0;
+    assert!(close(price(&off, 0.130), 0.05 * 2.25));
+    // Measured: 140 ms at the base, then 150 and 145 ms old (10 and 5
+    // queued); nothing below this peer.
+    let mut peer = CelerityPeer::new(c).unwrap();
+    peer.present = vec![true; 3];
+    let now = Time::from_secs(10);
+    for (seq, ms_ago) in [140, 150, 145].into_iter().enumerate() {
+        receive_data(&mut peer, now, seq, 2, ms_ago);
+    }
+    let reach = peer.incoming[1].reach_max;
+    assert!(close(reach, 0.140), "{reach}");
+}
+
 /// The price link 1 → 0 charges after one control interval with a steady
 /// queue of `queue` seconds (no trend, its one-second average already
 /// there), and whatever `setup` adds.
@@ -753,6 +801,8 @@ fn the_age_guard_charges_the_queued_age_only() {
     let charge = |base_ms: u64, age_queue: bool| {
         let mut c = cfg(3, 0);
         c.params.age_queue = age_queue;
+        // The ceiling within the slack measures the queued age too.
+        c.params.ceiling_slack = 0.0;
         // The headers make the session known; its `U′` is left out of the
         // queue's price scale.
         c.params.queue_ceiling = None;
