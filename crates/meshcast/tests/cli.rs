@@ -240,6 +240,16 @@ fn set_overrides_values() {
     assert_eq!(num(&w["send_kbps"]), 250.0);
 }
 
+/// `scenarios/SCENARIO` with `--set KEY=V` for each of `bad` is refused,
+/// the error naming the key and saying `message`.
+fn expect_bad_values(scenario: &str, key: &str, bad: &[&str], message: &str) {
+    let text = std::fs::read_to_string(root().join("scenarios").join(scenario)).unwrap();
+    for v in bad {
+        let set = format!("{key}={v}");
+        expect_bad_input(&text, &["--set", &set], &[key, message]);
+    }
+}
+
 fn expect_bad_input(text: &str, set: &[&str], want: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("s.toml"), text).unwrap();
@@ -1346,10 +1356,11 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
 ///
 /// Since a link's queue ceiling is at most a share of the slack its packets
 /// have left (`ceiling_slack`, third session of 2026-11-28): with the
-/// guards 0.911 and 0.2%; the run without the guards loses 1.6% at worst: that rule shortens the queues that made
-/// the packets late, so the run without the guards is held without it as
-/// well (`ceiling_slack = 0`), as measured above (docs/celerity.md, "The
-/// ceiling within the slack").
+/// guards 0.911 and 0.2%; the run without the guards loses 1.6% at
+/// worst: that rule shortens the queues that made the packets late, so the
+/// run without the guards is held without it as well (`ceiling_slack =
+/// 0`), as measured above (docs/celerity.md, "The ceiling within the
+/// slack").
 #[test]
 fn celerity_delay_guard_keeps_a_long_path_in_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -1482,18 +1493,12 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
         &["conference.size_target_ms=0", "conference.late_loss=0"],
     );
     assert!(mean >= 0.04, "1400 bytes: {mean} loss on average");
-    let text = std::fs::read_to_string(root().join("scenarios/celerity/random-deep.toml")).unwrap();
-    for bad in ["200", "-1"] {
-        let set = format!("conference.size_target_ms={bad}");
-        expect_bad_input(
-            &text,
-            &["--set", &set],
-            &[
-                "conference.size_target_ms",
-                "must be a number >= 0 and below delay_bound_ms",
-            ],
-        );
-    }
+    expect_bad_values(
+        "celerity/random-deep.toml",
+        "conference.size_target_ms",
+        &["200", "-1"],
+        "must be a number >= 0 and below delay_bound_ms",
+    );
 }
 
 /// The floor's cut share (`conference.floor_share`) on a random underlay
@@ -1531,15 +1536,12 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
     );
     let p3 = of_optimum(window(flow(&off, "P3"), 100));
     assert!(p3 < 0.7, "the floor alone: P3 at {p3} of its optimum");
-    let text = std::fs::read_to_string(root().join("scenarios/celerity/random-lone.toml")).unwrap();
-    for bad in ["0", "1.5", "-1"] {
-        let set = format!("conference.floor_share={bad}");
-        expect_bad_input(
-            &text,
-            &["--set", &set],
-            &["conference.floor_share", "must be a number in (0, 1]"],
-        );
-    }
+    expect_bad_values(
+        "celerity/random-lone.toml",
+        "conference.floor_share",
+        &["0", "1.5", "-1"],
+        "must be a number in (0, 1]",
+    );
 }
 
 /// The ceiling within the slack (`conference.ceiling_slack`, docs/celerity.md,
@@ -1550,15 +1552,12 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
 /// the rule itself.
 #[test]
 fn celerity_ceiling_slack_is_a_fraction() {
-    let text = std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();
-    for bad in ["1.5", "-0.1"] {
-        let set = format!("conference.ceiling_slack={bad}");
-        expect_bad_input(
-            &text,
-            &["--set", &set],
-            &["conference.ceiling_slack", "must be a number in 0..=1"],
-        );
-    }
+    expect_bad_values(
+        "celerity/dumbbell.toml",
+        "conference.ceiling_slack",
+        &["1.5", "-0.1"],
+        "must be a number in 0..=1",
+    );
 }
 
 /// `--trace-control` writes control.csv: every peer's link rate update,
