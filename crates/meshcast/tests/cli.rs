@@ -1431,10 +1431,10 @@ fn celerity_delay_guard_keeps_a_long_path_in_time() {
 /// Since a link's queue ceiling is at most a share of the slack its packets
 /// have left (`ceiling_slack`, third session of 2026-11-28): with the
 /// forecast 0.840, 1.1% and 0.3%; without it (at 1400 bytes, without
-/// `late_loss`) 10.0% on average, that
-/// rule shortening the queue the chains cross, so the run without the
-/// forecast is held without it as well (`ceiling_slack = 0`), as measured
-/// above (docs/celerity.md, "The ceiling within the slack").
+/// `late_loss`) 10.0% on average, that rule shortening the queue the
+/// chains cross, so the run without the forecast is held without it as
+/// well (`ceiling_slack = 0`), as measured above (docs/celerity.md, "The
+/// ceiling within the slack").
 #[test]
 fn celerity_late_forecast_charges_the_queue_deep_chains_cross() {
     let dir = tempfile::tempdir().unwrap();

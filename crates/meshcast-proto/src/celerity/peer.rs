@@ -1006,8 +1006,9 @@ struct Incoming {
     /// Per session, the smallest age of its data packets over the link
     /// (see [`CelerityParams::age_queue`]); the interval's ages above
     /// those bases, summed, and their mean averaged over about a second.
-    /// Measured only with that rule or [`CelerityParams::ceiling_slack`]
-    /// on (a peer's parameters do not change while it runs).
+    /// The bases are kept with that rule or
+    /// [`CelerityParams::ceiling_slack`] on, the sum only with the rule (a
+    /// peer's parameters do not change while it runs).
     age_base: [BaseDelay; MAX_PARTICIPANTS],
     queued_age_sum: f64,
     queued_age_slow: f64,
@@ -3717,7 +3718,9 @@ impl Endpoint for CelerityPeer {
                 if m < MAX_PARTICIPANTS {
                     if age_queue || slack_on {
                         let queued = inc.age_base[m].sample(now, age);
-                        inc.queued_age_sum += queued;
+                        if age_queue {
+                            inc.queued_age_sum += queued;
+                        }
                         // Its age less what it queued, plus the way below.
                         inc.reach_max = inc.reach_max.max(forecast - queued);
                     }

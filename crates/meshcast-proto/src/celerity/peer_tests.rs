@@ -801,8 +801,6 @@ fn the_age_guard_charges_the_queued_age_only() {
     let charge = |base_ms: u64, age_queue: bool| {
         let mut c = cfg(3, 0);
         c.params.age_queue = age_queue;
-        // The ceiling within the slack measures the queued age too.
-        c.params.ceiling_slack = 0.0;
         // The headers make the session known; its `U′` is left out of the
         // queue's price scale.
         c.params.queue_ceiling = None;
