@@ -423,8 +423,8 @@ pub struct CelerityParams {
     /// waited upstream of the relay still counts: that is what the guard
     /// is for.
     ///
-    /// On by default since the fourth session of 2026-11-28. It came off
-    /// by default: on the dumbbell with 125 ms of propagation on its
+    /// On by default since the fourth session of 2026-11-28. It was added
+    /// off by default: on the dumbbell with 125 ms of propagation on its
     /// bottleneck it lifted the worst session from 109–128 to 197–214
     /// kbit/s of a 240 optimum over nine step × β points, but the late
     /// packets of the queue's swings then cost up to 2.75% of a session's
