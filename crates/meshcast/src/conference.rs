@@ -120,6 +120,7 @@ pub(crate) struct RawConference {
     balance: Option<Spanned<f64>>,
     spare: Option<bool>,
     resume: Option<Spanned<f64>>,
+    start_resume: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
@@ -375,6 +376,9 @@ pub(crate) fn check(
     }
     if let Some(v) = fraction(&raw.resume, "conference.resume")? {
         params.resume = v;
+    }
+    if let Some(v) = fraction(&raw.start_resume, "conference.start_resume")? {
+        params.start_resume = v;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

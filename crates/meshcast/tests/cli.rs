@@ -1156,7 +1156,11 @@ fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
 ///   Since late packets are the session's loss (`late_loss`, eighth
 ///   session of 2026-11-27) the defaults give 87%, 2.1%, and the run
 ///   without the ceiling 61% with 14.7% loss; that run is held without the
-///   rule too (`late_loss = 0`), as measured above.
+///   rule too (`late_loss = 0`), as measured above. With the defaults of
+///   the fourth session of 2026-11-28 (the ceiling within the slack and the
+///   age guard's queued age): 89.7% with 1.3% loss; without the ceiling
+///   66.7% with 25.3%. With resuming at the start (fifth session of
+///   2026-11-28): 87.8% with 1.3%; without the ceiling 67.7% with 24.0%.
 /// - With the linear ceiling and pacing to the heads
 ///   (`ceiling_exponent = 1`, `pace_to_heads = true`), the setting for
 ///   slow cores whose sessions do not share a queue through separate
@@ -1168,7 +1172,8 @@ fn celerity_dumbbell_window_figures_hold_around_the_defaults() {
 ///   92%, 0.6% before the steady gain;
 ///   before the age guard 91%, 2.1%; before spare lending 81%, 2.7%, and
 ///   77–89% over twelve points around the default step, beta, damping
-///   and delta).
+///   and delta; 91.1%, 0.2% with the defaults of the fourth session of
+///   2026-11-28, 91.9%, 0.4% with those of the fifth).
 ///
 /// docs/celerity.md, "Random underlays" and "The queue ceiling".
 #[test]
@@ -1529,7 +1534,11 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
 /// 0.3% loss or less (0.882 without the fan-out). Without the share P3
 /// gets 0.656 at 1400-byte packets and 0.690 with packets sized for their
 /// paths; the run without it is held at 1400 bytes (`size_target_ms = 0`),
-/// under which the rule was measured
+/// under which the rule was measured. With the defaults of the fourth
+/// session of 2026-11-28 (the ceiling within the slack and the age guard's
+/// queued age): every session at least 0.860 at 0.2% loss or less, and P3
+/// 0.668 without the share; with resuming at the start (fifth session of
+/// 2026-11-28) 0.843 and 0.646
 /// (docs/celerity.md, "The floor's cut share" and "Packet size from the
 /// path", whose figures are of their day).
 #[test]
@@ -1692,7 +1701,11 @@ fn trace_control_writes_every_link_rate_update() {
 /// that count would be too low, and since the size counts the fan-out
 /// (`size_fanout`, tenth session of 2026-11-27) the run drops only 50
 /// packets in the window (49 late), too few to tell the causes apart (114
-/// without the fan-out). At 1400 bytes: 264 drops, 250 of them late.
+/// without the fan-out). At 1400 bytes: 264 drops, 250 of them late; with
+/// the defaults of the fourth session of 2026-11-28, 175 drops, 163 of them
+/// late (the worst receivers missed 3–60 packets against 1–59 drops); with
+/// resuming at the start (the fifth), 132 drops, 125 late (2–50 missed
+/// against 1–48 drops).
 #[test]
 fn session_drops_account_for_the_loss_by_cause() {
     let dir = tempfile::tempdir().unwrap();
@@ -2029,6 +2042,14 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
 /// cautious ramp"). Since then the default point has no such second
 /// without the ramp either, so its part is checked over the fifteen
 /// damping × δ points: 26 seconds with it, 44 without.
+/// Since resuming at the start (`conference.start_resume`, fifth session
+/// of 2026-11-28) the same fifteen points have 6 such seconds with the
+/// defaults, 13 without the cautious ramp and 11 without resuming at the
+/// start (the defaults before it), and the test checks both parts; over
+/// the 240 points 191 seconds and 126 points meeting the whole line (250
+/// and 119 without it). The first 95% second at the default point: A 12,
+/// B 16, C 8, D 15 s (A 12, B 13, C 8, D 9 without). A value of
+/// `start_resume` outside 0..=1 is refused.
 #[test]
 fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
     let dir = tempfile::tempdir().unwrap();
@@ -2056,21 +2077,31 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
         let under = dips(&s, p);
         assert!(under.is_empty(), "{p}: under 90% at {under:?}");
     }
-    // The cautious ramp's part, over the fifteen damping × δ points
-    // around the default (robustness.py's `damping-delta` family): every
-    // session's seconds under 90% summed, with it and without it.
-    let (mut with, mut without) = (0, 0);
+    // The parts of the cautious ramp and of resuming at the start, over
+    // the fifteen damping × δ points around the default (robustness.py's
+    // `damping-delta` family): every session's seconds under 90% summed,
+    // with the defaults and with each of the two off.
+    let variants = [
+        ("the defaults", None),
+        (
+            "without the cautious ramp",
+            Some("conference.cautious_gain=8"),
+        ),
+        (
+            "without resuming at the start",
+            Some("conference.start_resume=0"),
+        ),
+    ];
+    let mut totals = [0usize; 3];
     for damping in ["1400", "1450", "1500", "1550", "1600"] {
         for delta in ["9.9", "10", "10.1"] {
             let at = [
                 format!("conference.damping_ms={damping}"),
                 format!("conference.delta_kbps={delta}"),
             ];
-            for (cautious, total) in [(true, &mut with), (false, &mut without)] {
+            for ((_, off), total) in variants.iter().zip(&mut totals) {
                 let mut sets: Vec<&str> = at.iter().map(String::as_str).collect();
-                if !cautious {
-                    sets.push("conference.cautious_gain=8");
-                }
+                sets.extend(off);
                 let s = scenario_with_sets(dir.path(), "celerity/dumbbell.toml", &sets);
                 *total += ["A", "B", "C", "D"]
                     .iter()
@@ -2079,10 +2110,13 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
             }
         }
     }
-    assert!(
-        with < without,
-        "seconds under 90% over fifteen points: {with} with the cautious ramp, {without} without"
-    );
+    for ((name, _), &total) in variants.iter().zip(&totals).skip(1) {
+        assert!(
+            totals[0] < total,
+            "seconds under 90% over fifteen points: {} with the defaults, {total} {name}",
+            totals[0]
+        );
+    }
     let off = scenario_json(
         dir.path(),
         "celerity/dumbbell.toml",
@@ -2092,6 +2126,12 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
         first_95(&off) > 20,
         "without spare lending: {}",
         first_95(&off)
+    );
+    expect_bad_values(
+        "celerity/dumbbell.toml",
+        "conference.start_resume",
+        &["1.5", "-1"],
+        "must be a number in 0..=1",
     );
 }
 

@@ -540,8 +540,30 @@ pub struct CelerityParams {
     /// there: a rate the link carried moments before, which the overrun's
     /// cut went far below. At the start the fast climb gained nothing and
     /// moved the dumbbell's windows (docs/celerity.md, "Resuming quick
-    /// start").
+    /// start"); there [`start_resume`](Self::start_resume) acts instead.
     pub resume: f64,
+    /// Resuming in the start's window, as a fraction of where quick start
+    /// ended (0 turns it off): in a peer's own start window (the
+    /// conference's start, or its own start when it joins), a link whose
+    /// quick start has ended raises a session at [`START_RESUME_GAIN`]
+    /// times κ while its price is calm (below [`SPARE_PRICE`] of the
+    /// session's `U′`) and the session's rate on it is below this fraction
+    /// of the rate it had when quick start ended there.
+    ///
+    /// Quick start ends a few intervals after a link's traffic passes its
+    /// bottleneck, with the sources 10–30% over it. On the dumbbell the
+    /// queue then grows to about 150 ms before the cuts catch up, the
+    /// drain takes the sessions to 80% of their rate, and once the queue
+    /// is empty rule (10) climbs back at 1.5% an interval: the link sat
+    /// empty for 1.5 s and the sessions' 1-s bins fell under 90% of their
+    /// optimum, the dips of issue 3's start line. Where quick start ended
+    /// is an overshoot, so 0.9 of it is about what the link carries; the
+    /// doubled step refills the drained link in about a second and stops
+    /// there. Over the dumbbell's 240 neighbouring points the seconds
+    /// under 90% fell from 250 to 191 and the points meeting the whole
+    /// start line rose from 119 to 126; quick start's own step (×8) here
+    /// oscillated (docs/celerity.md, "Resuming at the start").
+    pub start_resume: f64,
     /// The fresh exit: after a membership change (a join, a leave, a link
     /// going down or coming back) quick start ends only on an interval
     /// measured wholly after it. The interval under way still measures the
@@ -562,6 +584,11 @@ pub struct CelerityParams {
 /// bound says when a link is calm enough for quick start to resume
 /// ([`CelerityParams::resume`]).
 pub const SPARE_PRICE: f64 = 0.1;
+
+/// The step multiplier of resuming in the start's window (see
+/// [`CelerityParams::start_resume`]): twice κ refills a link drained by the
+/// start's overshoot within about a second; quick start's ×8 overshot again.
+pub const START_RESUME_GAIN: f64 = 2.0;
 
 /// How long the cautious ramp ([`CelerityParams::cautious_gain`]) holds
 /// after the latest end of quick start on a link into the tail. Held for
@@ -749,6 +776,7 @@ impl Default for CelerityParams {
             balance: 0.03,
             spare: true,
             resume: 0.6,
+            start_resume: 0.9,
             fresh_exit: true,
         }
     }
@@ -1446,6 +1474,7 @@ impl CelerityPeer {
             ("repair_ratio", p.repair_ratio),
             ("ceiling_slack", p.ceiling_slack),
             ("resume", p.resume),
+            ("start_resume", p.start_resume),
             ("standing_ratio", p.standing_ratio),
             ("police_slack", p.police_slack),
         ] {
@@ -1944,7 +1973,14 @@ impl CelerityPeer {
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let age_queue = self.cfg.params.age_queue;
-        let (step_size, resume) = (self.cfg.params.step, self.cfg.params.resume);
+        let step_size = self.cfg.params.step;
+        // Resuming (see `CelerityParams::resume` and
+        // `CelerityParams::start_resume`): how far, and at what step.
+        let (resume, resume_gain) = if start {
+            (self.cfg.params.start_resume, START_RESUME_GAIN)
+        } else {
+            (self.cfg.params.resume, quick)
+        };
         let steady_gain = self.cfg.params.steady_gain;
         let landing = self.cfg.params.landing_gain;
         // The gain floor (see `CelerityParams::gain_floor`), within its
@@ -2102,10 +2138,10 @@ impl CelerityPeer {
         // At most `ceiling_slack` of the slack its packets have left (see
         // `CelerityParams::ceiling_slack`).
         let slack_share = self.cfg.params.ceiling_slack;
-        let slack = self.cfg.params.delay_bound.as_secs_f64() - inc.reach_slow;
         let ceiling = self.cfg.params.queue_ceiling.map(|c| {
             let c = c.as_secs_f64();
             if slack_share > 0.0 {
+                let slack = self.cfg.params.delay_bound.as_secs_f64() - inc.reach_slow;
                 c.min((slack_share * slack).max(SLACK_CEILING_MIN))
             } else {
                 c
@@ -2206,15 +2242,16 @@ impl CelerityPeer {
                 0.0
             };
             // Resuming (see `CelerityParams::resume`): a calm link takes a
-            // session back up at quick start's pace towards where quick
-            // start ended on it.
+            // session back up towards where quick start ended on it.
             // The landing (see `CelerityParams::landing_gain`): in the
             // start's window, the interval that ends the link's quick
             // start, for a session whose own signal ended it.
             let q = if ends && start && signals((gain, uprime)) {
                 landing
-            } else if ramping || (resumes && calm && c < resume * ramp_end[m]) {
+            } else if ramping {
                 quick
+            } else if resumes && calm && c < resume * ramp_end[m] {
+                resume_gain
             } else {
                 1.0
             };
@@ -2325,10 +2362,16 @@ impl CelerityPeer {
         let c0 = self.cfg.params.initial_rate_kbps;
         // The quick-start window: quick start's step multiplier, the
         // balance, spare lending and resuming act only within it, resuming
-        // only in windows opened after the start's.
+        // in the start's window by `start_resume`, in later ones by
+        // `resume`.
         let window = now < self.quick_until;
         let start = now < self.start_window_end;
-        let resumes = window && !start && self.cfg.params.resume > 0.0;
+        let fraction = if start {
+            self.cfg.params.start_resume
+        } else {
+            self.cfg.params.resume
+        };
+        let resumes = window && fraction > 0.0;
         // The cautious ramp (see `CelerityParams::cautious_gain`) slows
         // quick start's step on the links still in it.
         let cautious = self.cautious_until.is_some_and(|t| now <= t);

@@ -50,6 +50,11 @@ fn bad_configs_are_refused() {
         c.params.resume = resume;
         assert!(CelerityPeer::new(c).is_err(), "{resume}");
     }
+    for resume in [-0.1, 1.5, f64::NAN] {
+        let mut c = cfg(3, 0);
+        c.params.start_resume = resume;
+        assert!(CelerityPeer::new(c).is_err(), "start {resume}");
+    }
     for ratio in [-0.1, 1.5, f64::NAN] {
         let mut c = cfg(3, 0);
         c.params.standing_ratio = ratio;
@@ -265,6 +270,49 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
     // A queue of a tenth of U′ is no longer calm.
     let queued = grow(50.0, true, 0.01) - 50.0;
     assert!(queued < step * 50.0, "{queued}");
+}
+
+/// Resuming in the start's window (`CelerityParams::start_resume`): on a
+/// calm link whose quick start has ended, a session below `start_resume`
+/// of the rate it had then grows at [`START_RESUME_GAIN`] times κ (not
+/// quick start's step), at κ above that fraction, once the link queues, or
+/// with the rule off.
+#[test]
+fn the_start_resumes_at_twice_the_step_below_where_quick_start_ended() {
+    let mut c = cfg(3, 0);
+    c.params.spare = false;
+    c.params.balance = 0.0;
+    let (step, quick) = (c.params.step, c.params.quick_start_gain);
+    assert!(c.params.start_resume > 0.0 && START_RESUME_GAIN != quick);
+    // The rate of session 2 on link 1 → 0 after one control interval in
+    // the start's window.
+    let grow = |c: &CelerityConfig, rate: f64, resumes: bool, queue: f64| {
+        let mut peer = crossing_peer(c);
+        let inc = &mut peer.incoming[1];
+        inc.ramp_end[2] = 200.0;
+        inc.rates[2] = rate;
+        measured(inc, queue, false);
+        peer.update_rates(1, quick, true, resumes, 0.2, true);
+        peer.incoming[1].rates[2]
+    };
+    let below = 0.5 * c.params.start_resume * 200.0;
+    let fast = grow(&c, below, true, 0.0) - below;
+    assert!(
+        (fast - step * START_RESUME_GAIN * below).abs() < 1e-9,
+        "{fast}"
+    );
+    // Above the fraction, rule (10)'s own step.
+    let above = 1.05 * c.params.start_resume * 200.0;
+    let near = grow(&c, above, true, 0.0) - above;
+    assert!((near - step * above).abs() < 1e-9, "{near}");
+    // A queue of a tenth of U′ is no longer calm.
+    let queued = grow(&c, below, true, 0.01) - below;
+    assert!(queued < step * below, "{queued}");
+    // Off, rule (10)'s own step.
+    let mut off = c.clone();
+    off.params.start_resume = 0.0;
+    let plain = grow(&off, below, true, 0.0) - below;
+    assert!((plain - step * below).abs() < 1e-9, "{plain}");
 }
 
 /// The steady gain (`CelerityParams::steady_gain`): outside the
