@@ -240,26 +240,40 @@ fn measured(inc: &mut Incoming, queue: f64, steady: bool) {
     }
 }
 
+/// The resuming tests' configuration: neither spare lending nor the
+/// balance moves the rates.
+fn resume_cfg() -> CelerityConfig {
+    let mut c = cfg(3, 0);
+    c.params.spare = false;
+    c.params.balance = 0.0;
+    c
+}
+
+/// The rate of session 2 on link 1 → 0 of a peer configured by `c`, after
+/// one control interval within a quick-start window (the start's with
+/// `start`) in which the link measured `queue` seconds of queue: the
+/// session had `rate` there, and 200 kbit/s when the link's quick start
+/// ended.
+fn resumed(c: &CelerityConfig, rate: f64, resumes: bool, queue: f64, start: bool) -> f64 {
+    let mut peer = crossing_peer(c);
+    let inc = &mut peer.incoming[1];
+    inc.ramp_end[2] = 200.0;
+    inc.rates[2] = rate;
+    measured(inc, queue, false);
+    let quick = c.params.quick_start_gain;
+    peer.update_rates(1, quick, true, resumes, 0.2, start);
+    peer.incoming[1].rates[2]
+}
+
 /// Resuming quick start (`CelerityParams::resume`): on a calm link whose
 /// quick start has ended, a session below `resume` of the rate it had then
 /// grows at quick start's step where resuming is allowed, at rule (10)'s
 /// own step where it is not, above that fraction, or once the link queues.
 #[test]
 fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
-    let mut c = cfg(3, 0);
-    c.params.spare = false;
-    c.params.balance = 0.0;
+    let c = resume_cfg();
     let (step, quick) = (c.params.step, c.params.quick_start_gain);
-    // The rate of session 2 on link 1 → 0 after one control interval.
-    let grow = |rate: f64, resumes: bool, queue: f64| {
-        let mut peer = crossing_peer(&c);
-        let inc = &mut peer.incoming[1];
-        inc.ramp_end[2] = 200.0;
-        inc.rates[2] = rate;
-        measured(inc, queue, false);
-        peer.update_rates(1, quick, true, resumes, 0.2, false);
-        peer.incoming[1].rates[2]
-    };
+    let grow = |rate: f64, resumes: bool, queue: f64| resumed(&c, rate, resumes, queue, false);
     let fast = grow(50.0, true, 0.0) - 50.0;
     assert!((fast - step * quick * 50.0).abs() < 1e-9, "{fast}");
     let slow = grow(50.0, false, 0.0) - 50.0;
@@ -279,21 +293,11 @@ fn quick_start_resumes_on_a_calm_link_below_where_it_ended() {
 /// with the rule off.
 #[test]
 fn the_start_resumes_at_twice_the_step_below_where_quick_start_ended() {
-    let mut c = cfg(3, 0);
-    c.params.spare = false;
-    c.params.balance = 0.0;
+    let c = resume_cfg();
     let (step, quick) = (c.params.step, c.params.quick_start_gain);
     assert!(c.params.start_resume > 0.0 && START_RESUME_GAIN != quick);
-    // The rate of session 2 on link 1 → 0 after one control interval in
-    // the start's window.
     let grow = |c: &CelerityConfig, rate: f64, resumes: bool, queue: f64| {
-        let mut peer = crossing_peer(c);
-        let inc = &mut peer.incoming[1];
-        inc.ramp_end[2] = 200.0;
-        inc.rates[2] = rate;
-        measured(inc, queue, false);
-        peer.update_rates(1, quick, true, resumes, 0.2, true);
-        peer.incoming[1].rates[2]
+        resumed(c, rate, resumes, queue, true)
     };
     let below = 0.5 * c.params.start_resume * 200.0;
     let fast = grow(&c, below, true, 0.0) - below;
