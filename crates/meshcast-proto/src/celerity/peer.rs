@@ -709,6 +709,17 @@ pub const SIZE_HYSTERESIS: f64 = 0.1;
 pub const DEFAULT_DELAY_BOUND: Duration = Duration::from_millis(200);
 
 impl CelerityParams {
+    /// How far resuming takes a session back, as a fraction of where quick
+    /// start ended: [`start_resume`](Self::start_resume) in the start's
+    /// window (`start`), [`resume`](Self::resume) in later ones.
+    fn resume_fraction(&self, start: bool) -> f64 {
+        if start {
+            self.start_resume
+        } else {
+            self.resume
+        }
+    }
+
     /// The defaults for a conference with delay bound `bound`: the
     /// defaults' margins that are parts of the delay budget
     /// ([`late_margin`](Self::late_margin),
@@ -1976,11 +1987,8 @@ impl CelerityPeer {
         let step_size = self.cfg.params.step;
         // Resuming (see `CelerityParams::resume` and
         // `CelerityParams::start_resume`): how far, and at what step.
-        let (resume, resume_gain) = if start {
-            (self.cfg.params.start_resume, START_RESUME_GAIN)
-        } else {
-            (self.cfg.params.resume, quick)
-        };
+        let resume = self.cfg.params.resume_fraction(start);
+        let resume_gain = if start { START_RESUME_GAIN } else { quick };
         let steady_gain = self.cfg.params.steady_gain;
         let landing = self.cfg.params.landing_gain;
         // The gain floor (see `CelerityParams::gain_floor`), within its
@@ -2366,12 +2374,7 @@ impl CelerityPeer {
         // `resume`.
         let window = now < self.quick_until;
         let start = now < self.start_window_end;
-        let fraction = if start {
-            self.cfg.params.start_resume
-        } else {
-            self.cfg.params.resume
-        };
-        let resumes = window && fraction > 0.0;
+        let resumes = window && self.cfg.params.resume_fraction(start) > 0.0;
         // The cautious ramp (see `CelerityParams::cautious_gain`) slows
         // quick start's step on the links still in it.
         let cautious = self.cautious_until.is_some_and(|t| now <= t);
