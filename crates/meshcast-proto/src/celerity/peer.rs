@@ -541,6 +541,8 @@ pub struct CelerityParams {
     /// cut went far below. At the start the fast climb gained nothing and
     /// moved the dumbbell's windows (docs/celerity.md, "Resuming quick
     /// start"); there [`start_resume`](Self::start_resume) acts instead.
+    /// Both act on Celerity's own trees only, not on the Simulcast and
+    /// Mutualcast baselines (since the sixth session of 2026-11-28).
     pub resume: f64,
     /// Resuming in the start's window, as a fraction of where quick start
     /// ended (0 turns it off): in a peer's own start window (the
@@ -548,7 +550,8 @@ pub struct CelerityParams {
     /// quick start has ended raises a session at [`START_RESUME_GAIN`]
     /// times κ while its price is calm (below [`SPARE_PRICE`] of the
     /// session's `U′`) and the session's rate on it is below this fraction
-    /// of the rate it had when quick start ended there.
+    /// of the rate it had when quick start ended there. Celerity's own
+    /// trees only, as [`resume`](Self::resume).
     ///
     /// Quick start ends a few intervals after a link's traffic passes its
     /// bottleneck, with the sources 10–30% over it. On the dumbbell the
@@ -1987,7 +1990,7 @@ impl CelerityPeer {
         let step_size = self.cfg.params.step;
         // Resuming (see `CelerityParams::resume` and
         // `CelerityParams::start_resume`): how far, and at what step.
-        let resume = self.cfg.params.resume_fraction(start);
+        let resume = self.resume_fraction(start);
         let resume_gain = if start { START_RESUME_GAIN } else { quick };
         let steady_gain = self.cfg.params.steady_gain;
         let landing = self.cfg.params.landing_gain;
@@ -2374,7 +2377,7 @@ impl CelerityPeer {
         // `resume`.
         let window = now < self.quick_until;
         let start = now < self.start_window_end;
-        let resumes = window && self.cfg.params.resume_fraction(start) > 0.0;
+        let resumes = window && self.resume_fraction(start) > 0.0;
         // The cautious ramp (see `CelerityParams::cautious_gain`) slows
         // quick start's step on the links still in it.
         let cautious = self.cautious_until.is_some_and(|t| now <= t);
@@ -2612,6 +2615,23 @@ impl CelerityPeer {
     /// figures and leave the baselines as they were.
     fn celerity_trees(&self) -> bool {
         matches!(self.cfg.model, Model::Deep | Model::TwoHop)
+    }
+
+    /// How far resuming takes a session back in this window (see
+    /// [`CelerityParams::resume`] and [`CelerityParams::start_resume`]), 0
+    /// where it is off: on Celerity's own trees only. The Simulcast and
+    /// Mutualcast baselines keep rule (10)'s step after their quick start
+    /// ends, as the paper's comparison has them; with resuming their
+    /// dumbbell's sessions split the bottleneck less evenly (Mutualcast
+    /// 109.4–117.2 kbit/s at the default point against 111.7–115.1, and a
+    /// worst session of 107.5 against 108.1 over fifteen neighbouring
+    /// points; docs/celerity.md, "Resuming at the start").
+    fn resume_fraction(&self, start: bool) -> f64 {
+        if self.celerity_trees() {
+            self.cfg.params.resume_fraction(start)
+        } else {
+            0.0
+        }
     }
 
     /// Whether the sources size their packets for their paths (see

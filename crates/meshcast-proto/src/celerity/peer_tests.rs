@@ -319,6 +319,35 @@ fn the_start_resumes_at_twice_the_step_below_where_quick_start_ended() {
     assert!((plain - step * below).abs() < 1e-9, "{plain}");
 }
 
+/// Both resuming rules act on Celerity's own trees only: the Simulcast and
+/// Mutualcast baselines' sessions step at κ below where quick start ended,
+/// in the start's window and in later ones.
+#[test]
+fn resuming_leaves_the_baselines_trees_alone() {
+    for model in [Model::Star, Model::Mutualcast] {
+        let mut c = resume_cfg();
+        c.model = model;
+        let peer = CelerityPeer::new(c).unwrap();
+        assert_eq!(peer.resume_fraction(true), 0.0, "{model:?}");
+        assert_eq!(peer.resume_fraction(false), 0.0, "{model:?}");
+    }
+    // Mutualcast's relay trees cross the link as Celerity's would: there
+    // the session steps at κ.
+    let mut c = resume_cfg();
+    c.model = Model::Mutualcast;
+    let step = c.params.step;
+    for start in [true, false] {
+        let grown = resumed(&c, 50.0, true, 0.0, start) - 50.0;
+        assert!((grown - step * 50.0).abs() < 1e-9, "start {start}: {grown}");
+    }
+    // The same link on Celerity's trees resumes in both windows.
+    let c = resume_cfg();
+    for start in [true, false] {
+        let grown = resumed(&c, 50.0, true, 0.0, start) - 50.0;
+        assert!(grown > 1.5 * c.params.step * 50.0, "start {start}: {grown}");
+    }
+}
+
 /// The steady gain (`CelerityParams::steady_gain`): outside the
 /// quick-start window, and in the start's window once the link's quick
 /// start has ended, on a link near its equilibrium (the price within
