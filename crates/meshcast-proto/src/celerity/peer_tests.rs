@@ -420,6 +420,35 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     );
 }
 
+/// The settled step (`CelerityParams::settled_step`, off by default): set,
+/// rule (10) steps at `step` within every quick-start window and at
+/// `settled_step` outside them; at 0 it steps at `step` everywhere.
+#[test]
+fn rule_ten_steps_at_the_settled_step_outside_the_windows() {
+    // Session 2's rate on link 1 → 0 (100 kbit/s, its cut across the
+    // link) after one interval with an empty queue: gradient 1.
+    let grown = |c: &CelerityConfig, window: bool| {
+        let mut peer = crossing_peer(c);
+        let inc = &mut peer.incoming[1];
+        inc.rates[2] = 100.0;
+        measured(inc, 0.0, true);
+        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.incoming[1].rates[2] - 100.0
+    };
+    let off = queue_priced_cfg();
+    let step = off.params.step;
+    assert_eq!(off.params.settled_step, 0.0);
+    assert!(close(grown(&off, true), step * 100.0));
+    assert!(close(grown(&off, false), step * 100.0));
+    let mut on = off.clone();
+    on.params.settled_step = 0.02;
+    assert!(close(grown(&on, true), step * 100.0));
+    assert!(close(grown(&on, false), 0.02 * 100.0));
+    let mut bad = off;
+    bad.params.settled_step = -0.01;
+    assert!(CelerityPeer::new(bad).is_err());
+}
+
 /// The landing (`CelerityParams::landing_gain`): in the start's
 /// quick-start window, the interval in which a link's quick start ends
 /// (its queue reaches half of a session's `U′`) steps at `landing_gain·κ`
