@@ -321,11 +321,13 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
     expect_bad_input("", &[], &["s.toml:1:1", "missing field"]);
     let dumbbell =
         std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();
-    expect_bad_input(
-        &dumbbell,
-        &["--set", "conference.late_loss=-1"],
-        &["conference.late_loss: must be a number >= 0"],
-    );
+    for key in ["late_loss", "settled_step"] {
+        expect_bad_input(
+            &dumbbell,
+            &["--set", &format!("conference.{key}=-1")],
+            &[&format!("conference.{key}: must be a number >= 0")],
+        );
+    }
     for key in ["late_margin_ms", "age_margin_ms"] {
         expect_bad_input(
             &dumbbell,

@@ -32,7 +32,8 @@ pub struct CelerityParams {
     /// step size that keeps the paper's equilibrium and scales with the
     /// rate). Changes are held within −30% / +10% (+10%·gain in quick
     /// start). docs/celerity.md derives the default from the loop's phase
-    /// margin.
+    /// margin. Outside the quick-start windows
+    /// [`settled_step`](Self::settled_step) replaces it where set.
     pub step: f64,
     /// κ outside the quick-start windows; 0, the default, leaves
     /// [`step`](Self::step) there too. Set, [`step`](Self::step) holds in
