@@ -734,17 +734,6 @@ pub const SIZE_HYSTERESIS: f64 = 0.1;
 pub const DEFAULT_DELAY_BOUND: Duration = Duration::from_millis(200);
 
 impl CelerityParams {
-    /// How far resuming takes a session back, as a fraction of where quick
-    /// start ended: [`start_resume`](Self::start_resume) in the start's
-    /// window (`start`), [`resume`](Self::resume) in later ones.
-    fn resume_fraction(&self, start: bool) -> f64 {
-        if start {
-            self.start_resume
-        } else {
-            self.resume
-        }
-    }
-
     /// The defaults for a conference with delay bound `bound`: the
     /// defaults' margins that are parts of the delay budget
     /// ([`late_margin`](Self::late_margin),
@@ -2646,9 +2635,10 @@ impl CelerityPeer {
         matches!(self.cfg.model, Model::Deep | Model::TwoHop)
     }
 
-    /// How far resuming takes a session back in this window (see
-    /// [`CelerityParams::resume`] and [`CelerityParams::start_resume`]), 0
-    /// where it is off: on Celerity's own trees only. The Simulcast and
+    /// How far resuming takes a session back, as a fraction of where quick
+    /// start ended: [`CelerityParams::start_resume`] in the start's window
+    /// (`start`), [`CelerityParams::resume`] in later ones, and 0 off
+    /// Celerity's own trees. The Simulcast and
     /// Mutualcast baselines keep rule (10)'s step after their quick start
     /// ends, as the paper's comparison has them; with resuming their
     /// dumbbell's sessions split the bottleneck less evenly (Mutualcast
@@ -2656,10 +2646,11 @@ impl CelerityPeer {
     /// worst session of 107.5 against 108.1 over fifteen neighbouring
     /// points; docs/celerity.md, "Resuming at the start").
     fn resume_fraction(&self, start: bool) -> f64 {
-        if self.celerity_trees() {
-            self.cfg.params.resume_fraction(start)
-        } else {
-            0.0
+        let p = &self.cfg.params;
+        match (self.celerity_trees(), start) {
+            (false, _) => 0.0,
+            (true, true) => p.start_resume,
+            (true, false) => p.resume,
         }
     }
 
