@@ -92,6 +92,7 @@ pub(crate) struct RawConference {
     delta_kbps: Option<Spanned<f64>>,
     step: Option<Spanned<f64>>,
     settled_step: Option<Spanned<f64>>,
+    drift_gain: Option<Spanned<f64>>,
     damping_ms: Option<Spanned<f64>>,
     quick_start_s: Option<Spanned<f64>>,
     steady_gain: Option<Spanned<f64>>,
@@ -259,6 +260,9 @@ pub(crate) fn check(
     }
     if let Some(a) = non_negative(&raw.settled_step, "conference.settled_step")? {
         params.settled_step = a;
+    }
+    if let Some(a) = non_negative(&raw.drift_gain, "conference.drift_gain")? {
+        params.drift_gain = a;
     }
     if let Some(d) = positive(&raw.damping_ms, "conference.damping_ms")? {
         params.damping = Duration::from_secs_f64(d / 1e3);

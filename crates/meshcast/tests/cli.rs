@@ -321,7 +321,7 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
     expect_bad_input("", &[], &["s.toml:1:1", "missing field"]);
     let dumbbell =
         std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();
-    for key in ["late_loss", "settled_step"] {
+    for key in ["late_loss", "settled_step", "drift_gain"] {
         expect_bad_input(
             &dumbbell,
             &["--set", &format!("conference.{key}=-1")],

@@ -449,6 +449,62 @@ fn rule_ten_steps_at_the_settled_step_outside_the_windows() {
     assert!(CelerityPeer::new(bad).is_err());
 }
 
+/// The drift (`CelerityParams::drift_gain`): outside the windows, a
+/// session whose gradient on a link stays upward steps by
+/// `κ·c·(g + drift_gain·clamp(d − DRIFT_BAND, 0, DRIFT_CAP))`, with `d` the
+/// gradient smoothed by `DRIFT_SMOOTHING`; within a window, against a
+/// queue priced past its `U′`, with some of the session's packets late, on
+/// the baselines' trees and with the gain at 0 it steps at κ alone.
+#[test]
+fn a_lasting_climb_follows_its_drift_outside_the_windows() {
+    // Session 2's steps on link 1 → 0 over 120 intervals, its rate set back
+    // to 100 kbit/s before each: an empty queue gives gradient 1 in every
+    // interval, a standing 0.2-s queue against `U′` = 0.1 s gives −1.
+    let late_steps = |c: &CelerityConfig, window: bool, queue: f64, late: f64| {
+        let mut peer = crossing_peer(c);
+        peer.incoming[1].late_loss[2] = late;
+        (0..120)
+            .map(|_| {
+                let inc = &mut peer.incoming[1];
+                inc.rates[2] = 100.0;
+                measured(inc, queue, true);
+                peer.update_rates(1, 1.0, window, false, 0.2, false);
+                peer.incoming[1].rates[2] - 100.0
+            })
+            .collect::<Vec<_>>()
+    };
+    let steps = |c: &CelerityConfig, window: bool, queue: f64| late_steps(c, window, queue, 0.0);
+    let mut c = queue_priced_cfg();
+    assert_eq!(c.params.drift_gain, 0.0);
+    c.params.drift_gain = 3.0;
+    let (step, gain) = (c.params.step, c.params.drift_gain);
+    let mut drift = 0.0;
+    let climb = steps(&c, false, 0.0);
+    for (i, &s) in climb.iter().enumerate() {
+        drift += DRIFT_SMOOTHING * (1.0 - drift);
+        let want = step * 100.0 * (1.0 + gain * (drift - DRIFT_BAND).clamp(0.0, DRIFT_CAP));
+        assert!(close(s, want), "interval {i}: {s} against {want}");
+    }
+    // The climb speeds up once the drift passes the band.
+    assert!(close(climb[0], step * 100.0));
+    assert!(climb[119] > (1.0 + 0.9 * gain * (1.0 - DRIFT_BAND)) * step * 100.0);
+    let plain = |s: &[f64], g: f64| s.iter().all(|&x| close(x, g * step * 100.0));
+    assert!(plain(&steps(&c, true, 0.0), 1.0));
+    assert!(plain(&steps(&c, false, 0.2), -1.0));
+    // A tenth of its packets late there: half a second of price against
+    // its `U′` of 0.1 s, and the drift (gradient 0.5) is not followed.
+    assert!(plain(&late_steps(&c, false, 0.0, 0.1), 0.5));
+    let mut off = c.clone();
+    off.params.drift_gain = 0.0;
+    assert!(plain(&steps(&off, false, 0.0), 1.0));
+    let mut mutual = c.clone();
+    mutual.model = Model::Mutualcast;
+    assert!(plain(&steps(&mutual, false, 0.0), 1.0));
+    let mut bad = c;
+    bad.params.drift_gain = -1.0;
+    assert!(CelerityPeer::new(bad).is_err());
+}
+
 /// The landing (`CelerityParams::landing_gain`): in the start's
 /// quick-start window, the interval in which a link's quick start ends
 /// (its queue reaches half of a session's `U′`) steps at `landing_gain·κ`
