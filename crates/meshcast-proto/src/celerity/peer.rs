@@ -70,13 +70,15 @@ pub struct CelerityParams {
     /// others do, at rule (10)'s pace; that climb is their first minute or
     /// two (docs/celerity.md, "How soon").
     ///
-    /// Not followed: a downward drift (the dumbbell's sessions, once a
-    /// queue had cut them, went on falling and dipped under 90% of their
-    /// optimum), and the drift on a link where the delay or the age guard
-    /// charges or [`DRIFT_LATE`] of the session's packets come late (a
-    /// far member's links climbed past the delay bound, and a link priced
-    /// to rate zero by its age guard stays there: `long-11` fell from 0.81
-    /// to 0.47 of its optimum with 7.9% loss).
+    /// Not followed: a downward drift (followed both ways, the default
+    /// dumbbell point failed two lines: D under 90% of its optimum at
+    /// 237 s, B at 190.0 kbit/s in \[420,500\]), and the drift on a link
+    /// where the delay or the age guard charges or [`DRIFT_LATE`] of the
+    /// session's packets come late (without that gate `long-11`'s lone
+    /// fast session climbed on its link into a far member until its packets
+    /// came late there, and the age guard priced the link to rate zero,
+    /// where a stale guard keeps it: `long-11` fell from 0.81 to 0.47 of
+    /// its optimum with 7.9% loss).
     ///
     /// 0, the default, turns it off. At 3 it brings the first minute
     /// forward (over \[40,70\] 71 of the ninety core underlays have every
@@ -85,9 +87,9 @@ pub struct CelerityParams {
     /// its 240 neighbouring points and both baselines as they are, but the
     /// settled rates lose a little elsewhere: `internet.toml` 0.910 of its
     /// optimum over nine points against 0.923, `wide` 0.827 against 0.838.
-    /// An upward drift followed alone favours the sessions whose gradient
-    /// swings most: their swings above the band count and those below it
-    /// do not. It is the setting for short conferences that should settle
+    /// Likely (not traced) because a drift followed only upward favours the
+    /// sessions whose gradients swing most: their swings above the band
+    /// count and those below it do not. It is the setting for short conferences that should settle
     /// soon (docs/celerity.md, "The drift").
     pub drift_gain: f64,
     /// Quick start (§5.5): for this long after the peer starts and after
@@ -729,7 +731,7 @@ pub const DRIFT_SMOOTHING: f64 = 0.03;
 
 /// See [`CelerityParams::drift_gain`]: the part of an upward drift that is
 /// not followed, so that the smoothed gradient of a link about its
-/// equilibrium, which wanders by a few hundredths, is not.
+/// equilibrium, which wanders about zero, is not followed.
 pub const DRIFT_BAND: f64 = 0.05;
 
 /// See [`CelerityParams::drift_gain`]: the drift is not followed on a link
