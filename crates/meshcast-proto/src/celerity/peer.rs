@@ -89,8 +89,8 @@ pub struct CelerityParams {
     /// optimum over nine points against 0.923, `wide` 0.827 against 0.838.
     /// Likely (not traced) because a drift followed only upward favours the
     /// sessions whose gradients swing most: their swings above the band
-    /// count and those below it do not. It is the setting for short conferences that should settle
-    /// soon (docs/celerity.md, "The drift").
+    /// count and those below it do not. It is the setting for short
+    /// conferences that should settle soon (docs/celerity.md, "The drift").
     pub drift_gain: f64,
     /// Quick start (§5.5): for this long after the peer starts and after
     /// every membership change, a link's step is multiplied by
@@ -2168,10 +2168,9 @@ impl CelerityPeer {
             inc.age_slow - age_knee
         };
         // The delay and age guards' own charge, without the late forecast.
-        let guarded = late_gain * (inc.qslow - knee).max(age_excess) > 0.0;
-        let guard = (late_gain * (inc.qslow - knee).max(age_excess))
-            .max(forecast)
-            .max(0.0);
+        let guards = late_gain * (inc.qslow - knee).max(age_excess);
+        let guarded = guards > 0.0;
+        let guard = guards.max(forecast).max(0.0);
         // The queue's part of the price (the paper's, with its trend); the
         // guards come on top, unscaled (see `CelerityParams::queue_ceiling`).
         // The standing weight (see `CelerityParams::standing_ratio`),
