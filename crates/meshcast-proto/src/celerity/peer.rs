@@ -35,11 +35,13 @@ pub struct CelerityParams {
     /// margin. Outside the quick-start windows
     /// [`settled_step`](Self::settled_step) replaces it where set.
     pub step: f64,
-    /// κ outside the quick-start windows; 0, the default, leaves
-    /// [`step`](Self::step) there too. Set, [`step`](Self::step) holds in
-    /// every quick-start window (where the dumbbell's start line was tuned
-    /// with it) and rule (10) steps at this κ once a peer's windows are
-    /// over. After the start's window the sessions of a random underlay
+    /// κ outside the quick-start windows, on Celerity's own trees; 0, the
+    /// default, leaves [`step`](Self::step) there too. Set,
+    /// [`step`](Self::step) holds in every quick-start window (where the
+    /// dumbbell's start line was tuned with it) and rule (10) steps at this
+    /// κ once a peer's windows are over. The Simulcast and Mutualcast
+    /// baselines keep [`step`](Self::step) everywhere, as they keep the
+    /// paper's loop elsewhere. After the start's window the sessions of a random underlay
     /// still have to move from about equal rates to a split in which a
     /// lone member, or a session crossing one bottleneck where the others
     /// cross two, gets two or three times what the others get, and they do
@@ -48,9 +50,10 @@ pub struct CelerityParams {
     /// \[40,70\], 79 over \[70,100\] and 85 over \[100,200\]. 0.02 here gives 71
     /// over \[40,70\] and 87 over \[100,200\], but it is not the default: one
     /// of the dumbbell's 240 neighbouring points then misses a window by
-    /// 0.64 kbit/s, Mutualcast's dumbbell has four of fifteen points
-    /// outside 10% of 120 kbit/s, and the `long` and `wide` underlays move
-    /// within their noise (docs/celerity.md, "How soon"). The loop's
+    /// 0.64 kbit/s and the `long` and `wide` underlays move within their
+    /// noise (docs/celerity.md, "How soon"). On the baselines' trees too,
+    /// as it acted until the second session of 2026-11-29, it put four of
+    /// Mutualcast's fifteen dumbbell points outside 10% of 120 kbit/s. The loop's
     /// crossover moves from about 1.3 to 1.7 rad/s: the trend term's lead
     /// grows from about 60° to 70° and the measurement delay's lag from
     /// about 25° to 35°, a few degrees of phase margin less ("Step size"
@@ -2065,10 +2068,10 @@ impl CelerityPeer {
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let age_queue = self.cfg.params.age_queue;
-        // κ: `step` within the windows, `settled_step` after them (see
-        // `CelerityParams::settled_step`).
+        // κ: `step` within the windows, `settled_step` after them on
+        // Celerity's own trees (see `CelerityParams::settled_step`).
         let step_size = match self.cfg.params.settled_step {
-            k if k > 0.0 && !window => k,
+            k if k > 0.0 && !window && self.celerity_trees() => k,
             _ => self.cfg.params.step,
         };
         // Resuming (see `CelerityParams::resume` and

@@ -422,7 +422,8 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
 
 /// The settled step (`CelerityParams::settled_step`, off by default): set,
 /// rule (10) steps at `step` within every quick-start window and at
-/// `settled_step` outside them; at 0 it steps at `step` everywhere.
+/// `settled_step` outside them, on Celerity's own trees; at 0, and on the
+/// Mutualcast baseline's trees, it steps at `step` everywhere.
 #[test]
 fn rule_ten_steps_at_the_settled_step_outside_the_windows() {
     // Session 2's rate on link 1 → 0 (100 kbit/s, its cut across the
@@ -444,6 +445,10 @@ fn rule_ten_steps_at_the_settled_step_outside_the_windows() {
     on.params.settled_step = 0.02;
     assert!(close(grown(&on, true), step * 100.0));
     assert!(close(grown(&on, false), 0.02 * 100.0));
+    // The baselines' trees keep `step` everywhere.
+    let mut mutual = on.clone();
+    mutual.model = Model::Mutualcast;
+    assert!(close(grown(&mutual, false), step * 100.0));
     let mut bad = off;
     bad.params.settled_step = -0.01;
     assert!(CelerityPeer::new(bad).is_err());
