@@ -93,6 +93,7 @@ pub(crate) struct RawConference {
     step: Option<Spanned<f64>>,
     settled_step: Option<Spanned<f64>>,
     drift_gain: Option<Spanned<f64>>,
+    climb_s: Option<Spanned<f64>>,
     damping_ms: Option<Spanned<f64>>,
     quick_start_s: Option<Spanned<f64>>,
     steady_gain: Option<Spanned<f64>>,
@@ -263,6 +264,9 @@ pub(crate) fn check(
     }
     if let Some(a) = non_negative(&raw.drift_gain, "conference.drift_gain")? {
         params.drift_gain = a;
+    }
+    if let Some(v) = non_negative(&raw.climb_s, "conference.climb_s")? {
+        params.climb = Duration::from_secs_f64(v);
     }
     if let Some(d) = positive(&raw.damping_ms, "conference.damping_ms")? {
         params.damping = Duration::from_secs_f64(d / 1e3);

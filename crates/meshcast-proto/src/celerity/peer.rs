@@ -32,46 +32,46 @@ pub struct CelerityParams {
     /// step size that keeps the paper's equilibrium and scales with the
     /// rate). Changes are held within −30% / +10% (+10%·gain in quick
     /// start). docs/celerity.md derives the default from the loop's phase
-    /// margin. Outside the quick-start windows
-    /// [`settled_step`](Self::settled_step) replaces it where set.
+    /// margin. In the climb after the quick-start windows (see
+    /// [`climb`](Self::climb)) [`settled_step`](Self::settled_step)
+    /// replaces it where set.
     pub step: f64,
-    /// κ outside the quick-start windows, on Celerity's own trees; 0, the
-    /// default, leaves [`step`](Self::step) there too. Set,
-    /// [`step`](Self::step) holds in every quick-start window (where the
-    /// dumbbell's start line was tuned with it) and rule (10) steps at this
-    /// κ once a peer's windows are over. The Simulcast and Mutualcast
-    /// baselines keep [`step`](Self::step) everywhere, as they keep the
-    /// paper's loop elsewhere. After the start's window the sessions of a random underlay
-    /// still have to move from about equal rates to a split in which a
-    /// lone member, or a session crossing one bottleneck where the others
-    /// cross two, gets two or three times what the others get, and they do
-    /// so at rule (10)'s pace: with κ = 0.015 throughout, 66 of the ninety
-    /// core underlays have every session at 0.8 of the coded optimum over
-    /// \[40,70\], 79 over \[70,100\] and 85 over \[100,200\]. 0.02 here gives 71
-    /// over \[40,70\] and 87 over \[100,200\], but it is not the default: one
-    /// of the dumbbell's 240 neighbouring points then misses a window by
-    /// 0.64 kbit/s and the `long` and `wide` underlays move within their
-    /// noise (docs/celerity.md, "How soon"). On the baselines' trees too,
-    /// as it acted until the second session of 2026-11-29, it put four of
-    /// Mutualcast's fifteen dumbbell points outside 10% of 120 kbit/s. The loop's
-    /// crossover moves from about 1.3 to 1.7 rad/s: the trend term's lead
-    /// grows from about 60° to 70° and the measurement delay's lag from
-    /// about 25° to 35°, a few degrees of phase margin less ("Step size"
-    /// among the decisions in docs/celerity.md).
+    /// κ in the climb after the quick-start windows (see
+    /// [`climb`](Self::climb)), on Celerity's own trees; 0 leaves
+    /// [`step`](Self::step) there too. [`step`](Self::step) holds in every
+    /// quick-start window (where the dumbbell's start line was tuned with
+    /// it) and after the climb. The Simulcast and Mutualcast baselines keep
+    /// [`step`](Self::step) everywhere, as they keep the paper's loop
+    /// elsewhere (on their trees too, as it acted until the second session
+    /// of 2026-11-29, it put four of Mutualcast's fifteen dumbbell points
+    /// outside 10% of 120 kbit/s).
+    ///
+    /// After the start's window the sessions of a random underlay still
+    /// have to move from about equal rates to a split in which a lone
+    /// member, or a session crossing one bottleneck where the others cross
+    /// two, gets two or three times what the others get, and they do so at
+    /// rule (10)'s pace: with κ = 0.015 throughout, 66 of the ninety core
+    /// underlays have every session at 0.8 of the coded optimum over
+    /// \[40,70\], 79 over \[70,100\] and 85 over \[100,200\]. 0.02 (the
+    /// default) after the windows without end gave 71 over \[40,70\] and 87
+    /// over \[100,200\], but one of the dumbbell's 240 neighbouring points
+    /// then missed a window by 0.64 kbit/s (docs/celerity-log.md, "The
+    /// settled step and the drift without end").
+    /// The loop's crossover moves from about 1.3 to 1.7 rad/s: the trend
+    /// term's lead grows from about 60° to 70° and the measurement delay's
+    /// lag from about 25° to 35°, a few degrees of phase margin less ("Step
+    /// size" among the decisions in docs/celerity.md).
     pub settled_step: f64,
-    /// The drift's gain: a heavy ball for the climb. Outside the
-    /// quick-start windows, on Celerity's own trees, each session keeps per
-    /// link its rule (10) gradient smoothed over about seven seconds
-    /// ([`DRIFT_SMOOTHING`]), in and out of its cut: the drift. Where the
-    /// drift is upward by more than [`DRIFT_BAND`], the gradient of each
-    /// interval gains `drift_gain` times the excess (at most
-    /// [`DRIFT_CAP`] of it), so a session far under its optimum on a link
-    /// climbs up to `1 + drift_gain` times as fast, while a link about its
-    /// equilibrium, whose gradient averages out, steps as before. After the
-    /// start's window the random underlays' sessions climb from about
-    /// equal rates to a split in which some get two or three times what
-    /// others do, at rule (10)'s pace; that climb is their first minute or
-    /// two (docs/celerity.md, "How soon").
+    /// The drift's gain: a heavy ball for the climb. In the climb after the
+    /// quick-start windows (see [`climb`](Self::climb)), on Celerity's own
+    /// trees, each session keeps per link its rule (10) gradient smoothed
+    /// over about seven seconds ([`DRIFT_SMOOTHING`]), in and out of its
+    /// cut: the drift. Where the drift is upward by more than
+    /// [`DRIFT_BAND`], the gradient of each interval gains `drift_gain`
+    /// times the excess (at most [`DRIFT_CAP`] of it), so a session far
+    /// under its optimum on a link climbs up to `1 + drift_gain` times as
+    /// fast, while a link about its equilibrium, whose gradient averages
+    /// out, steps as before. 0 turns it off.
     ///
     /// Not followed: a downward drift (followed both ways, the default
     /// dumbbell point failed two lines: D under 90% of its optimum at
@@ -83,18 +83,32 @@ pub struct CelerityParams {
     /// where a stale guard keeps it: `long-11` fell from 0.81 to 0.47 of
     /// its optimum with 7.9% loss).
     ///
-    /// 0, the default, turns it off. At 3 it brings the first minute
-    /// forward (over \[40,70\] 71 of the ninety core underlays have every
-    /// session at 0.8 of the coded optimum, against 66; over \[100,200\]
-    /// 87 against 85) and leaves the dumbbell's windows and start line at
-    /// its 240 neighbouring points and both baselines as they are, but the
-    /// settled rates lose a little elsewhere: `internet.toml` 0.910 of its
-    /// optimum over nine points against 0.923, `wide` 0.827 against 0.838.
-    /// Likely (not traced) because a drift followed only upward favours the
-    /// sessions whose gradients swing most: their swings above the band
-    /// count and those below it do not. It is the setting for short
-    /// conferences that should settle soon (docs/celerity.md, "The drift").
+    /// At 3 (the default) after the windows without end it brought the
+    /// first minute forward as far as the settled step (71 of the ninety
+    /// core underlays at 0.8 over \[40,70\]), but the settled rates lost a
+    /// little: `internet.toml` 0.910 of its optimum over nine points
+    /// against 0.923, `wide` 0.827 against 0.838. Likely (not traced)
+    /// because a drift followed only upward favours the sessions whose
+    /// gradients swing most: their swings above the band count and those
+    /// below it do not. Hence the climb, which ends it (docs/celerity.md,
+    /// "The drift" and "The climb").
     pub drift_gain: f64,
+    /// The climb: how long after a peer's quick-start windows
+    /// [`settled_step`](Self::settled_step) and
+    /// [`drift_gain`](Self::drift_gain) act; after it rule (10) steps at
+    /// [`step`](Self::step) alone until the next window (a join, a leave,
+    /// a link that goes down or comes back) opens a new climb after it.
+    /// 0 turns both off. The climb is where the sessions of a random
+    /// underlay move from the about equal rates the start's window leaves
+    /// them at to their optimum's split. Left on past it, the two rules
+    /// cost the settled rates: `internet.toml` got 0.896 of its optimum
+    /// over its nine points (0.923 with neither), `long` 0.756 and `wide`
+    /// 0.820 (0.779 and 0.838). Ended 40 s after the start's window they
+    /// cost much less (0.920, 0.778 and 0.829) and the first minute is as
+    /// fast: over \[40,70\] 75 of the ninety core underlays have every
+    /// session at 0.8 of the coded optimum (66 with neither), over
+    /// \[100,200\] 87 (85) (docs/celerity.md, "The climb").
+    pub climb: Duration,
     /// Quick start (§5.5): for this long after the peer starts and after
     /// every membership change, a link's step is multiplied by
     /// `quick_start_gain` — until the link first shows congestion (loss
@@ -827,8 +841,9 @@ impl Default for CelerityParams {
             beta: 18.0,
             delta_kbps: 10.0,
             step: 0.015,
-            settled_step: 0.0,
-            drift_gain: 0.0,
+            settled_step: 0.02,
+            drift_gain: 3.0,
+            climb: Duration::from_secs(40),
             quick_start: Duration::from_secs(30),
             quick_start_gain: 8.0,
             landing_gain: 2.0,
@@ -1456,6 +1471,10 @@ pub struct CelerityPeer {
     tx: VecDeque<Transmit>,
     events: VecDeque<Event>,
     quick_until: Time,
+    /// Whether the current control interval lies within a quick-start
+    /// window or the climb after it (see [`CelerityParams::climb`]): set by
+    /// each control tick before the links' rate updates read it.
+    climbing: bool,
     /// Until when the cautious ramp holds (see
     /// [`CelerityParams::cautious_gain`]): control intervals that start
     /// by then step at the cautious gain.
@@ -1701,6 +1720,7 @@ impl CelerityPeer {
             tx: VecDeque::new(),
             events: VecDeque::new(),
             quick_until: Time::ZERO,
+            climbing: true,
             cautious_until: None,
             start_window_end: Time::ZERO,
             started: false,
@@ -2068,10 +2088,11 @@ impl CelerityPeer {
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let age_queue = self.cfg.params.age_queue;
-        // κ: `step` within the windows, `settled_step` after them on
-        // Celerity's own trees (see `CelerityParams::settled_step`).
+        // κ: `step` within the windows, `settled_step` in the climb after
+        // them on Celerity's own trees (see `CelerityParams::settled_step`
+        // and `CelerityParams::climb`), `step` again after the climb.
         let step_size = match self.cfg.params.settled_step {
-            k if k > 0.0 && !window && self.celerity_trees() => k,
+            k if k > 0.0 && !window && self.climbing && self.celerity_trees() => k,
             _ => self.cfg.params.step,
         };
         // Resuming (see `CelerityParams::resume` and
@@ -2090,8 +2111,8 @@ impl CelerityPeer {
         };
         let floor_share = self.cfg.params.floor_share;
         // The drift (see `CelerityParams::drift_gain`): Celerity's own trees
-        // only.
-        let drift_gain = if self.celerity_trees() {
+        // only, within the climb (see `CelerityParams::climb`).
+        let drift_gain = if self.celerity_trees() && self.climbing {
             self.cfg.params.drift_gain
         } else {
             0.0
@@ -2486,6 +2507,7 @@ impl CelerityPeer {
         // `resume`.
         let window = now < self.quick_until;
         let start = now < self.start_window_end;
+        self.climbing = window || now.saturating_since(self.quick_until) < self.cfg.params.climb;
         let resumes = window && self.resume_fraction(start) > 0.0;
         // The cautious ramp (see `CelerityParams::cautious_gain`) slows
         // quick start's step on the links still in it.

@@ -220,6 +220,9 @@ fn crossing_peer(c: &CelerityConfig) -> CelerityPeer {
     peer.present = vec![true; 3];
     peer.sessions[2] = known_session(0.1, 0b111, 0b110);
     peer.incoming[1].ramping = false;
+    // Past the climb: rule (10) steps at κ alone outside the windows (the
+    // settled step and the drift have tests of their own).
+    peer.climbing = false;
     peer
 }
 
@@ -420,31 +423,35 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
     );
 }
 
-/// The settled step (`CelerityParams::settled_step`, off by default): set,
-/// rule (10) steps at `step` within every quick-start window and at
-/// `settled_step` outside them, on Celerity's own trees; at 0, and on the
-/// Mutualcast baseline's trees, it steps at `step` everywhere.
+/// The settled step (`CelerityParams::settled_step`): rule (10) steps at
+/// `step` within every quick-start window and at `settled_step` in the
+/// climb after them, on Celerity's own trees; past the climb, at 0, and on
+/// the Mutualcast baseline's trees it steps at `step`.
 #[test]
-fn rule_ten_steps_at_the_settled_step_outside_the_windows() {
+fn rule_ten_steps_at_the_settled_step_in_the_climb() {
     // Session 2's rate on link 1 → 0 (100 kbit/s, its cut across the
     // link) after one interval with an empty queue: gradient 1.
-    let grown = |c: &CelerityConfig, window: bool| {
+    let grown_at = |c: &CelerityConfig, window: bool, climbing: bool| {
         let mut peer = crossing_peer(c);
+        peer.climbing = climbing;
         let inc = &mut peer.incoming[1];
         inc.rates[2] = 100.0;
         measured(inc, 0.0, true);
         peer.update_rates(1, 1.0, window, false, 0.2, false);
         peer.incoming[1].rates[2] - 100.0
     };
-    let off = queue_priced_cfg();
-    let step = off.params.step;
-    assert_eq!(off.params.settled_step, 0.0);
-    assert!(close(grown(&off, true), step * 100.0));
-    assert!(close(grown(&off, false), step * 100.0));
-    let mut on = off.clone();
-    on.params.settled_step = 0.02;
+    let grown = |c: &CelerityConfig, window: bool| grown_at(c, window, true);
+    let on = queue_priced_cfg();
+    let step = on.params.step;
+    assert_eq!(on.params.settled_step, 0.02);
     assert!(close(grown(&on, true), step * 100.0));
     assert!(close(grown(&on, false), 0.02 * 100.0));
+    // Past the climb.
+    assert!(close(grown_at(&on, false, false), step * 100.0));
+    let mut off = on.clone();
+    off.params.settled_step = 0.0;
+    assert!(close(grown(&off, true), step * 100.0));
+    assert!(close(grown(&off, false), step * 100.0));
     // The baselines' trees keep `step` everywhere.
     let mut mutual = on.clone();
     mutual.model = Model::Mutualcast;
@@ -454,19 +461,70 @@ fn rule_ten_steps_at_the_settled_step_outside_the_windows() {
     assert!(CelerityPeer::new(bad).is_err());
 }
 
-/// The drift (`CelerityParams::drift_gain`): outside the windows, a
-/// session whose gradient on a link stays upward steps by
+/// The climb (`CelerityParams::climb`) lasts `climb` past the end of each
+/// quick-start window, and a membership change's window opens a new one;
+/// at 0 it ends with the window.
+#[test]
+fn the_climb_follows_each_quick_start_window() {
+    let climbing_at = |climb: Duration, ticks: &[(f64, bool)]| {
+        let mut c = queue_priced_cfg();
+        c.params.climb = climb;
+        let mut peer = crossing_peer(&c);
+        let t0 = Time::ZERO + Duration::from_secs(300);
+        peer.start_window_end = t0;
+        peer.direct = vec![Some(t0); 3];
+        peer.membership_changed(t0);
+        ticks
+            .iter()
+            .map(|&(after, change)| {
+                let now = t0 + Duration::from_secs_f64(after);
+                peer.direct = vec![Some(now); 3];
+                if change {
+                    peer.membership_changed(now);
+                }
+                peer.control_tick(now);
+                peer.climbing
+            })
+            .collect::<Vec<_>>()
+    };
+    let quick = queue_priced_cfg().params.quick_start.as_secs_f64();
+    assert_eq!(queue_priced_cfg().params.climb, Duration::from_secs(40));
+    let climb = Duration::from_secs(40);
+    // In the window, in the climb after it, past it, and again after a
+    // later change's window.
+    let ticks = [
+        (10.0, false),
+        (quick + 39.8, false),
+        (quick + 40.0, false),
+        (quick + 100.0, true),
+        (2.0 * quick + 139.8, false),
+        (2.0 * quick + 140.2, false),
+    ];
+    assert_eq!(
+        climbing_at(climb, &ticks),
+        [true, true, false, true, true, false]
+    );
+    assert_eq!(
+        climbing_at(Duration::ZERO, &ticks),
+        [true, false, false, true, false, false]
+    );
+}
+
+/// The drift (`CelerityParams::drift_gain`): in the climb after the
+/// windows, a session whose gradient on a link stays upward steps by
 /// `κ·c·(g + drift_gain·clamp(d − DRIFT_BAND, 0, DRIFT_CAP))`, with `d` the
 /// gradient smoothed by `DRIFT_SMOOTHING`; within a window, against a
 /// queue priced past its `U′`, with some of the session's packets late, on
-/// the baselines' trees and with the gain at 0 it steps at κ alone.
+/// the baselines' trees, past the climb and with the gain at 0 it steps at
+/// κ alone.
 #[test]
-fn a_lasting_climb_follows_its_drift_outside_the_windows() {
+fn a_lasting_climb_follows_its_drift_in_the_climb() {
     // Session 2's steps on link 1 → 0 over 120 intervals, its rate set back
     // to 100 kbit/s before each: an empty queue gives gradient 1 in every
     // interval, a standing 0.2-s queue against `U′` = 0.1 s gives −1.
-    let late_steps = |c: &CelerityConfig, window: bool, queue: f64, late: f64| {
+    let steps_at = |c: &CelerityConfig, window: bool, queue: f64, late: f64, climbing: bool| {
         let mut peer = crossing_peer(c);
+        peer.climbing = climbing;
         peer.incoming[1].late_loss[2] = late;
         (0..120)
             .map(|_| {
@@ -478,10 +536,14 @@ fn a_lasting_climb_follows_its_drift_outside_the_windows() {
             })
             .collect::<Vec<_>>()
     };
+    let late_steps = |c: &CelerityConfig, window: bool, queue: f64, late: f64| {
+        steps_at(c, window, queue, late, true)
+    };
     let steps = |c: &CelerityConfig, window: bool, queue: f64| late_steps(c, window, queue, 0.0);
     let mut c = queue_priced_cfg();
-    assert_eq!(c.params.drift_gain, 0.0);
-    c.params.drift_gain = 3.0;
+    assert_eq!(c.params.drift_gain, 3.0);
+    // κ alone, to see the drift's own part (the settled step has its test).
+    c.params.settled_step = 0.0;
     let (step, gain) = (c.params.step, c.params.drift_gain);
     let mut drift = 0.0;
     let climb = steps(&c, false, 0.0);
@@ -499,6 +561,7 @@ fn a_lasting_climb_follows_its_drift_outside_the_windows() {
     // A tenth of its packets late there: half a second of price against
     // its `U′` of 0.1 s, and the drift (gradient 0.5) is not followed.
     assert!(plain(&late_steps(&c, false, 0.0, 0.1), 0.5));
+    assert!(plain(&steps_at(&c, false, 0.0, 0.0, false), 1.0));
     let mut off = c.clone();
     off.params.drift_gain = 0.0;
     assert!(plain(&steps(&off, false, 0.0), 1.0));
@@ -1068,6 +1131,8 @@ fn late_packets_are_charged_to_their_own_session_alone() {
             peer.sessions[m] = known_session(0.1, 0b111, 0b110);
         }
         peer.incoming[1].ramping = false;
+        // Past the climb (see `crossing_peer`).
+        peer.climbing = false;
         for (seq, (session, ms_ago)) in [(1, 20), (2, 250), (1, 20), (2, 170)]
             .into_iter()
             .cycle()
