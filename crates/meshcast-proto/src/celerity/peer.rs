@@ -2088,11 +2088,15 @@ impl CelerityPeer {
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let age_queue = self.cfg.params.age_queue;
+        // Whether this interval is in a window or the climb after it, on
+        // Celerity's own trees: where the settled step and the drift may act
+        // (see `CelerityParams::climb`).
+        let climbs = self.climbing && self.celerity_trees();
         // κ: `step` within the windows, `settled_step` in the climb after
-        // them on Celerity's own trees (see `CelerityParams::settled_step`
-        // and `CelerityParams::climb`), `step` again after the climb.
+        // them (see `CelerityParams::settled_step`), `step` again after the
+        // climb and on the baselines' trees.
         let step_size = match self.cfg.params.settled_step {
-            k if k > 0.0 && !window && self.climbing && self.celerity_trees() => k,
+            k if k > 0.0 && !window && climbs => k,
             _ => self.cfg.params.step,
         };
         // Resuming (see `CelerityParams::resume` and
@@ -2110,9 +2114,9 @@ impl CelerityPeer {
             (self.cfg.params.gain_floor * self.incoming[u].serialisation()).min(budget)
         };
         let floor_share = self.cfg.params.floor_share;
-        // The drift (see `CelerityParams::drift_gain`): Celerity's own trees
-        // only, within the climb (see `CelerityParams::climb`).
-        let drift_gain = if self.celerity_trees() && self.climbing {
+        // The drift (see `CelerityParams::drift_gain`): within the climb, on
+        // Celerity's own trees.
+        let drift_gain = if climbs {
             self.cfg.params.drift_gain
         } else {
             0.0

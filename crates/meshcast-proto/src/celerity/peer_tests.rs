@@ -488,8 +488,8 @@ fn the_climb_follows_each_quick_start_window() {
             .collect::<Vec<_>>()
     };
     let quick = queue_priced_cfg().params.quick_start.as_secs_f64();
-    assert_eq!(queue_priced_cfg().params.climb, Duration::from_secs(40));
-    let climb = Duration::from_secs(40);
+    let climb = queue_priced_cfg().params.climb;
+    assert_eq!(climb, Duration::from_secs(40));
     // In the window, in the climb after it, past it, and again after a
     // later change's window.
     let ticks = [
