@@ -1074,6 +1074,30 @@ fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool]) {
     }
 }
 
+/// Where a control interval lies, as the rate rules read it
+/// ([`CelerityPeer::phase`]): computed once per control tick, the same for
+/// every link into the tail.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Phase {
+    /// Quick start's step multiplier on the links still in it: the
+    /// quick-start gain, or the cautious gain while the cautious ramp holds
+    /// (see [`CelerityParams::cautious_gain`]); 1 outside the windows.
+    quick: f64,
+    /// Within a quick-start window (the start's, or one a membership or
+    /// link change opened).
+    window: bool,
+    /// Within the start's window.
+    start: bool,
+    /// Resuming may act: within a window, where its fraction is above 0
+    /// (see [`CelerityParams::resume`]).
+    resumes: bool,
+    /// Within a window or the climb after it (see
+    /// [`CelerityParams::climb`]).
+    climbing: bool,
+    /// The control interval, s.
+    interval: f64,
+}
+
 /// One session's rate on one link into a tail, as the balance sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Share {
@@ -1471,10 +1495,6 @@ pub struct CelerityPeer {
     tx: VecDeque<Transmit>,
     events: VecDeque<Event>,
     quick_until: Time,
-    /// Whether the current control interval lies within a quick-start
-    /// window or the climb after it (see [`CelerityParams::climb`]): set by
-    /// each control tick before the links' rate updates read it.
-    climbing: bool,
     /// Until when the cautious ramp holds (see
     /// [`CelerityParams::cautious_gain`]): control intervals that start
     /// by then step at the cautious gain.
@@ -1720,7 +1740,6 @@ impl CelerityPeer {
             tx: VecDeque::new(),
             events: VecDeque::new(),
             quick_until: Time::ZERO,
-            climbing: true,
             cautious_until: None,
             start_window_end: Time::ZERO,
             started: false,
@@ -2044,21 +2063,18 @@ impl CelerityPeer {
     }
 
     /// Rule (10) for every session on the live link `u → me`, from what
-    /// the last interval measured; `quick` is the quick-start step
-    /// multiplier now, `window` whether the quick-start window is open,
-    /// `resumes` whether quick start may resume on the link (see
-    /// [`CelerityParams::resume`]), `start` whether the window is the
-    /// start's (see [`CelerityParams::queue_ceiling`]). Returns whether the
-    /// link's quick start ended in this interval.
-    fn update_rates(
-        &mut self,
-        u: usize,
-        quick: f64,
-        window: bool,
-        resumes: bool,
-        interval: f64,
-        start: bool,
-    ) -> bool {
+    /// the last interval measured, in the interval's `phase` (its window,
+    /// the start's or not, and the climb). Returns whether the link's quick
+    /// start ended in this interval.
+    fn update_rates(&mut self, u: usize, phase: Phase) -> bool {
+        let Phase {
+            quick,
+            window,
+            start,
+            resumes,
+            climbing,
+            interval,
+        } = phase;
         let (beta, c0, delta) = {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
@@ -2091,7 +2107,7 @@ impl CelerityPeer {
         // Whether this interval is in a window or the climb after it, on
         // Celerity's own trees: where the settled step and the drift may act
         // (see `CelerityParams::climb`).
-        let climbs = self.climbing && self.celerity_trees();
+        let climbs = climbing && self.celerity_trees();
         // κ: `step` within the windows, `settled_step` in the climb after
         // them (see `CelerityParams::settled_step`), `step` again after the
         // climb and on the baselines' trees.
@@ -2502,26 +2518,36 @@ impl CelerityPeer {
         }
     }
 
-    /// Algorithm 1: update the rates of every link into this peer.
-    fn control_tick(&mut self, now: Time) {
-        let c0 = self.cfg.params.initial_rate_kbps;
-        // The quick-start window: quick start's step multiplier, the
-        // balance, spare lending and resuming act only within it, resuming
-        // in the start's window by `start_resume`, in later ones by
-        // `resume`.
+    /// Where the control interval that starts at `now` lies: the
+    /// quick-start window (quick start's step multiplier, the balance,
+    /// spare lending and resuming act only within it, resuming in the
+    /// start's window by `start_resume`, in later ones by `resume`), and
+    /// the climb after it.
+    fn phase(&self, now: Time) -> Phase {
+        let p = &self.cfg.params;
         let window = now < self.quick_until;
         let start = now < self.start_window_end;
-        self.climbing = window || now.saturating_since(self.quick_until) < self.cfg.params.climb;
-        let resumes = window && self.resume_fraction(start) > 0.0;
         // The cautious ramp (see `CelerityParams::cautious_gain`) slows
         // quick start's step on the links still in it.
         let cautious = self.cautious_until.is_some_and(|t| now <= t);
-        let quick = match (window, cautious) {
-            (true, false) => self.cfg.params.quick_start_gain,
-            (true, true) => self.cfg.params.cautious_gain,
-            (false, _) => 1.0,
-        };
-        let interval = self.cfg.params.control_interval.as_secs_f64();
+        Phase {
+            quick: match (window, cautious) {
+                (true, false) => p.quick_start_gain,
+                (true, true) => p.cautious_gain,
+                (false, _) => 1.0,
+            },
+            window,
+            start,
+            resumes: window && self.resume_fraction(start) > 0.0,
+            climbing: window || now.saturating_since(self.quick_until) < p.climb,
+            interval: p.control_interval.as_secs_f64(),
+        }
+    }
+
+    /// Algorithm 1: update the rates of every link into this peer.
+    fn control_tick(&mut self, now: Time) {
+        let c0 = self.cfg.params.initial_rate_kbps;
+        let phase = self.phase(now);
         let mut links_changed = false;
         // Whether quick start ended on a link in this interval, in the
         // start window (see `CelerityParams::cautious_gain`).
@@ -2555,7 +2581,7 @@ impl CelerityPeer {
                     inc.down = false;
                     inc.rates = [c0.max(0.0); MAX_PARTICIPANTS];
                 }
-                ended |= self.update_rates(u, quick, window, resumes, interval, start) && start;
+                ended |= self.update_rates(u, phase) && phase.start;
             }
         }
         // The cautious ramp: Celerity's own trees only.
@@ -2564,7 +2590,7 @@ impl CelerityPeer {
         }
         // The balance acts while quick start may: after the start and
         // after membership changes, where the split is far from settled.
-        if window {
+        if phase.window {
             self.balance();
         }
         let sizes = self.sizes_packets();

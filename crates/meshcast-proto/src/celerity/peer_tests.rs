@@ -220,10 +220,39 @@ fn crossing_peer(c: &CelerityConfig) -> CelerityPeer {
     peer.present = vec![true; 3];
     peer.sessions[2] = known_session(0.1, 0b111, 0b110);
     peer.incoming[1].ramping = false;
-    // Past the climb: rule (10) steps at κ alone outside the windows (the
-    // settled step and the drift have tests of their own).
-    peer.climbing = false;
     peer
+}
+
+/// A control interval outside the windows and past the climb, where rule
+/// (10) steps at κ alone (the settled step and the drift have tests of
+/// their own); the setters below give what a test changes.
+fn settled() -> Phase {
+    Phase {
+        quick: 1.0,
+        window: false,
+        start: false,
+        resumes: false,
+        climbing: false,
+        interval: 0.2,
+    }
+}
+
+impl Phase {
+    fn quick(self, quick: f64) -> Self {
+        Self { quick, ..self }
+    }
+    fn window(self, window: bool) -> Self {
+        Self { window, ..self }
+    }
+    fn start(self, start: bool) -> Self {
+        Self { start, ..self }
+    }
+    fn resumes(self, resumes: bool) -> Self {
+        Self { resumes, ..self }
+    }
+    fn climbing(self, climbing: bool) -> Self {
+        Self { climbing, ..self }
+    }
 }
 
 /// Equal up to floating-point rounding (the rate-rule tests' steps).
@@ -264,7 +293,14 @@ fn resumed(c: &CelerityConfig, rate: f64, resumes: bool, queue: f64, start: bool
     inc.rates[2] = rate;
     measured(inc, queue, false);
     let quick = c.params.quick_start_gain;
-    peer.update_rates(1, quick, true, resumes, 0.2, start);
+    peer.update_rates(
+        1,
+        settled()
+            .quick(quick)
+            .window(true)
+            .resumes(resumes)
+            .start(start),
+    );
     peer.incoming[1].rates[2]
 }
 
@@ -378,7 +414,7 @@ fn the_steady_gain_slows_only_the_common_motion_near_equilibrium() {
         inc.rates[1] = 100.0;
         inc.rates[2] = 100.0;
         measured(inc, queue, true);
-        peer.update_rates(1, 1.0, window, false, 0.2, start);
+        peer.update_rates(1, settled().window(window).start(start));
         let r = peer.incoming[1].rates;
         (r[1] - 100.0, r[2] - 100.0)
     };
@@ -433,11 +469,10 @@ fn rule_ten_steps_at_the_settled_step_in_the_climb() {
     // link) after one interval with an empty queue: gradient 1.
     let grown_at = |c: &CelerityConfig, window: bool, climbing: bool| {
         let mut peer = crossing_peer(c);
-        peer.climbing = climbing;
         let inc = &mut peer.incoming[1];
         inc.rates[2] = 100.0;
         measured(inc, 0.0, true);
-        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.update_rates(1, settled().window(window).climbing(climbing));
         peer.incoming[1].rates[2] - 100.0
     };
     let grown = |c: &CelerityConfig, window: bool| grown_at(c, window, true);
@@ -482,8 +517,9 @@ fn the_climb_follows_each_quick_start_window() {
                 if change {
                     peer.membership_changed(now);
                 }
+                let climbing = peer.phase(now).climbing;
                 peer.control_tick(now);
-                peer.climbing
+                climbing
             })
             .collect::<Vec<_>>()
     };
@@ -524,14 +560,13 @@ fn a_lasting_climb_follows_its_drift_in_the_climb() {
     // interval, a standing 0.2-s queue against `U′` = 0.1 s gives −1.
     let steps_at = |c: &CelerityConfig, window: bool, queue: f64, late: f64, climbing: bool| {
         let mut peer = crossing_peer(c);
-        peer.climbing = climbing;
         peer.incoming[1].late_loss[2] = late;
         (0..120)
             .map(|_| {
                 let inc = &mut peer.incoming[1];
                 inc.rates[2] = 100.0;
                 measured(inc, queue, true);
-                peer.update_rates(1, 1.0, window, false, 0.2, false);
+                peer.update_rates(1, settled().window(window).climbing(climbing));
                 peer.incoming[1].rates[2] - 100.0
             })
             .collect::<Vec<_>>()
@@ -594,7 +629,7 @@ fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
         peer.incoming[1].ramping = true;
         peer.incoming[1].rates[2] = 100.0;
         measured(&mut peer.incoming[1], queue, true);
-        peer.update_rates(1, quick, true, false, 0.2, start);
+        peer.update_rates(1, settled().quick(quick).window(true).start(start));
         (peer.incoming[1].rates[2] - 100.0, peer.incoming[1].ramping)
     };
     // With session 1 on the link too (its cut across it, `U′` = 0.4 s,
@@ -606,7 +641,7 @@ fn quick_start_lands_at_the_landing_gain_in_the_start_window() {
         peer.incoming[1].rates[1] = 50.0;
         peer.incoming[1].rates[2] = 100.0;
         measured(&mut peer.incoming[1], queue, true);
-        peer.update_rates(1, quick, true, false, 0.2, true);
+        peer.update_rates(1, settled().quick(quick).window(true).start(true));
         assert!(peer.incoming[1].in_cut[1] && !peer.incoming[1].ramping);
         peer.incoming[1].rates[1] - 50.0
     };
@@ -651,7 +686,7 @@ fn quick_start_ends_on_the_signal_of_a_session_whose_cut_lies_elsewhere() {
         let mut rates = vec![rate];
         for _ in 0..intervals {
             measured(&mut peer.incoming[1], queue, true);
-            peer.update_rates(1, quick, true, false, 0.2, true);
+            peer.update_rates(1, settled().quick(quick).window(true).start(true));
             assert!(!peer.incoming[1].in_cut[2]);
             rates.push(peer.incoming[1].rates[2]);
         }
@@ -815,7 +850,7 @@ fn spare_lending_outside_the_window_needs_calm_averages() {
         inc.raw_loss = raw_loss;
         measured(inc, 0.0, true);
         let q = if window { quick } else { 1.0 };
-        peer.update_rates(1, q, window, false, 0.2, false);
+        peer.update_rates(1, settled().quick(q).window(window));
         assert!(!peer.incoming[1].in_cut[1]);
         peer.incoming[1].rates[1] - 50.0
     };
@@ -846,7 +881,7 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
         peer.sessions[2].uprime = uprime;
         for _ in 0..intervals {
             measured(&mut peer.incoming[1], queue, true);
-            peer.update_rates(1, 1.0, true, false, 0.2, start);
+            peer.update_rates(1, settled().window(true).start(start));
         }
         peer.incoming[1].price
     };
@@ -905,7 +940,7 @@ fn the_ceiling_shrinks_with_the_slack_of_far_members() {
             inc.age_n = 10;
             inc.age_sum = 10.0 * reach;
             inc.reach_max = reach;
-            peer.update_rates(1, 1.0, true, false, 0.2, false);
+            peer.update_rates(1, settled().window(true));
         }
         peer.incoming[1].price
     };
@@ -938,7 +973,7 @@ fn steady_price(c: &CelerityConfig, queue: f64, setup: impl FnOnce(&mut Incoming
     let inc = &mut peer.incoming[1];
     measured(inc, queue, true);
     setup(inc);
-    peer.update_rates(1, 1.0, false, false, 0.2, false);
+    peer.update_rates(1, settled());
     peer.incoming[1].price
 }
 
@@ -1062,7 +1097,7 @@ fn the_age_guard_charges_the_queued_age_only() {
         inc.queued_age_slow = queued;
         inc.queued_age_sum = 10.0 * queued;
         measured(inc, 0.005, true);
-        peer.update_rates(1, 1.0, false, false, 0.2, false);
+        peer.update_rates(1, settled());
         (peer.incoming[1].price - 0.005) / gain
     };
     let far = charge(140, true);
@@ -1091,7 +1126,7 @@ fn the_late_forecast_charges_a_link_at_most_its_queue() {
         inc.age_n = 100;
         inc.forecast_late = (fraction * 100.0).round() as u32;
         inc.forecast_slow = fraction;
-        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.update_rates(1, settled().window(window));
         peer.incoming[1].price
     };
     let capped = price(true, 0.5, false);
@@ -1131,8 +1166,6 @@ fn late_packets_are_charged_to_their_own_session_alone() {
             peer.sessions[m] = known_session(0.1, 0b111, 0b110);
         }
         peer.incoming[1].ramping = false;
-        // Past the climb (see `crossing_peer`).
-        peer.climbing = false;
         for (seq, (session, ms_ago)) in [(1, 20), (2, 250), (1, 20), (2, 170)]
             .into_iter()
             .cycle()
@@ -1161,7 +1194,7 @@ fn late_packets_are_charged_to_their_own_session_alone() {
         let inc = &mut peer.incoming[1];
         inc.rates = [100.0; MAX_PARTICIPANTS];
         measured(inc, 0.01, true);
-        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.update_rates(1, settled().window(window));
         let inc = &peer.incoming[1];
         (inc.rates[1], inc.rates[2], inc.price)
     };
@@ -1801,7 +1834,7 @@ fn the_standing_weight_charges_a_standing_queue_not_a_random_one() {
             let inc = &mut peer.incoming[1];
             measured(inc, mean, true);
             inc.qsamples = samples.to_vec();
-            peer.update_rates(1, 1.0, window, false, 0.2, false);
+            peer.update_rates(1, settled().window(window));
         }
         peer.incoming[1].price
     };
@@ -1855,7 +1888,7 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     let after = |c: &CelerityConfig, window: bool, one_way: f64| {
         let mut peer = floor_peer(c, 0.010, one_way);
         measured(&mut peer.incoming[1], 0.020, true);
-        peer.update_rates(1, 1.0, window, false, 0.2, false);
+        peer.update_rates(1, settled().window(window));
         peer.incoming[1].rates[2]
     };
     // The floor: min(2.5 × 20 ms, 0.2 × (200 − 2 − 20) ms) = 35.6 ms.
@@ -1893,7 +1926,7 @@ fn the_floor_counts_how_often_a_sessions_cut_crosses_the_link() {
             // The receiving side: 0 beyond the cut (crossing) or not.
             peer.sessions[2].recv_side = if i % 3 == 0 { 0b110 } else { 0b111 };
             measured(&mut peer.incoming[1], 0.015, true);
-            peer.update_rates(1, 1.0, false, false, 0.2, false);
+            peer.update_rates(1, settled());
         }
         (peer.incoming[1].rates[2], peer.incoming[1].cut_share[2])
     };
@@ -1913,7 +1946,7 @@ fn the_floor_counts_how_often_a_sessions_cut_crosses_the_link() {
     let mut peer = crossing_peer(&c);
     peer.incoming[1].cut_share[2] = 0.3;
     measured(&mut peer.incoming[1], 0.015, true);
-    peer.update_rates(1, 1.0, true, false, 0.2, false);
+    peer.update_rates(1, settled().window(true));
     assert_eq!(peer.incoming[1].cut_share[2], 1.0);
     // Out of range.
     for bad in [0.0, -0.5, 1.5, f64::NAN] {
