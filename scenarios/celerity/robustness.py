@@ -11,7 +11,8 @@ them. FAMILY is one of:
 
 - `step-beta`, `damping-delta`: scenarios/celerity/dumbbell.toml at
   fifteen points (step 0.0146-0.0154 x beta 17.9/18/18.1, or damping_ms
-  1400-1600 x delta_kbps 9.9/10/10.1). Per point: the window margin (the
+  1400-1600 x delta_kbps 9.9/10/10.1). Where a Celerity family varies
+  `step`, it moves `settled_step` (the climb's step) in proportion. Per point: the window margin (the
   least, over sessions and the windows at 200, 420 and 900 s, of the send
   rate and the lowest receiver's goodput less 95% of the window's
   optimum), each session's first 1-s bin at 95% of its optimum, and its
@@ -59,22 +60,38 @@ def grid(**axes):
             for values in itertools.product(*(axes[k] for k in keys))]
 
 
+# The default settled step over the default step (0.02 / 0.015): the climb's
+# κ (docs/celerity.md, "The climb").
+CLIMB_RATIO = 0.02 / 0.015
+
+
+def with_climb(points):
+    """The points with the climb's κ (`settled_step`) moved with `step` in
+    proportion: the step axes of Celerity's families perturb κ in the climb
+    after each quick-start window too, not only within and past it."""
+    out = []
+    for p in points:
+        step = next(float(s.split("=", 1)[1]) for s in p if s.startswith("conference.step="))
+        out.append(p + [f"conference.settled_step={step * CLIMB_RATIO:.6g}"])
+    return out
+
+
 STEPS = ["0.0146", "0.0148", "0.015", "0.0152", "0.0154"]
 FAMILIES = {
-    "step-beta": ("dumbbell.toml", grid(step=STEPS, beta=["17.9", "18", "18.1"])),
+    "step-beta": ("dumbbell.toml", with_climb(grid(step=STEPS, beta=["17.9", "18", "18.1"]))),
     "damping-delta": ("dumbbell.toml", grid(
         damping_ms=["1400", "1450", "1500", "1550", "1600"],
         delta_kbps=["9.9", "10", "10.1"])),
-    "joins": ("peer-dynamics.toml", grid(
-        step=["0.0148", "0.015", "0.0152"], beta=["17.9", "18", "18.1"])),
-    "joins-wide": ("peer-dynamics.toml", grid(
+    "joins": ("peer-dynamics.toml", with_climb(grid(
+        step=["0.0148", "0.015", "0.0152"], beta=["17.9", "18", "18.1"]))),
+    "joins-wide": ("peer-dynamics.toml", with_climb(grid(
         step=["0.0144", "0.0146", "0.0148", "0.015", "0.0152", "0.0154", "0.0156"],
         beta=["17.8", "17.9", "18", "18.1", "18.2"],
-        delta_kbps=["9.9", "10", "10.1"])),
-    "joins-shifted": ("peer-dynamics.toml", grid(
+        delta_kbps=["9.9", "10", "10.1"]))),
+    "joins-shifted": ("peer-dynamics.toml", with_climb(grid(
         step=["0.0145", "0.0147", "0.0149", "0.0151", "0.0153", "0.0155"],
         beta=["17.85", "17.95", "18.05", "18.15"],
-        delta_kbps=["9.85", "9.95", "10.05", "10.15"])),
+        delta_kbps=["9.85", "9.95", "10.05", "10.15"]))),
     "mutualcast": ("dumbbell-mutualcast.toml", grid(step=STEPS, beta=["8.9", "9", "9.1"])),
     "simulcast": ("dumbbell-simulcast.toml", grid(step=STEPS, beta=["17.9", "18", "18.1"])),
 }

@@ -924,7 +924,25 @@ fn robustness_script_measures_the_families_points() {
     let sessions = ["A", "B", "C", "D"];
     // The lesser of a window's send rate and lowest receiver.
     let rate = |w: &Value| num(&w["send_kbps"]).min(num(&w["recv_kbps_min"]));
+    // A point's setting of `key`.
+    let setting = |point: &Value, key: &str| {
+        point["point"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|v| {
+                v.as_str()
+                    .unwrap()
+                    .strip_prefix(&format!("conference.{key}="))
+            })
+            .map(|v| v.parse::<f64>().unwrap())
+    };
     for point in family("step-beta", "2") {
+        // The climb's step moves with the step, in the defaults' ratio.
+        let defaults = meshcast_proto::celerity::CelerityParams::default();
+        let ratio = defaults.settled_step / defaults.step;
+        let (step, settled) = (setting(&point, "step"), setting(&point, "settled_step"));
+        assert!((settled.unwrap() - step.unwrap() * ratio).abs() < 1e-6);
         let s = rerun("celerity/dumbbell.toml", &point);
         let margin = [200, 420, 900]
             .into_iter()
