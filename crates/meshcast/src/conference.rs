@@ -124,6 +124,7 @@ pub(crate) struct RawConference {
     spare: Option<bool>,
     resume: Option<Spanned<f64>>,
     start_resume: Option<Spanned<f64>>,
+    rebound: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
@@ -391,6 +392,9 @@ pub(crate) fn check(
     }
     if let Some(v) = fraction(&raw.start_resume, "conference.start_resume")? {
         params.start_resume = v;
+    }
+    if let Some(v) = fraction(&raw.rebound, "conference.rebound")? {
+        params.rebound = v;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

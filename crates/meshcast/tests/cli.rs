@@ -328,6 +328,13 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
             &[&format!("conference.{key}: must be a number >= 0")],
         );
     }
+    for key in ["resume", "start_resume", "rebound"] {
+        expect_bad_input(
+            &dumbbell,
+            &["--set", &format!("conference.{key}=1.5")],
+            &[&format!("conference.{key}: must be a number in 0..=1")],
+        );
+    }
     for key in ["late_margin_ms", "age_margin_ms"] {
         expect_bad_input(
             &dumbbell,

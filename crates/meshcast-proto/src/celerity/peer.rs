@@ -655,7 +655,46 @@ pub struct CelerityParams {
     /// and joins past 15 s fell from 15 and 17 to 2 and 8 (docs/celerity.md,
     /// "The fresh exit"). `false` turns it off.
     pub fresh_exit: bool,
+    /// The rebound, as a fraction of the rate a session fell from (0 turns
+    /// it off). Outside the quick-start windows, on Celerity's own trees, a
+    /// session whose rate on a link falls under [`REBOUND_FALL`] of its
+    /// recent peak there (the largest rate of the last seconds, the peak
+    /// decaying by [`REBOUND_PEAK_DECAY`] an interval) remembers the peak;
+    /// then, while the link is calm (its price below [`SPARE_PRICE`] of the
+    /// session's `U′`) and rule (10) raises the session, it steps at quick
+    /// start's gain rather than κ alone, until it is back at `rebound` times
+    /// that peak or [`REBOUND_HOLD`] has passed. It is what resuming
+    /// ([`resume`](Self::resume)) does within the windows, for congestion
+    /// no membership or link change announces: when the dumbbell's cross
+    /// traffic starts, the queue on E→F passes the bound within about half a
+    /// second, the guards cut A's and B's sessions by 30% an interval until
+    /// the rate updates take effect at the sources, and the sessions fell
+    /// from 230 to about 90 kbit/s of their new 199 and climbed back at
+    /// rule (10)'s 7% a second: every session was back at 90% for ten
+    /// seconds in a row 16 s after the cross traffic's start (median over
+    /// thirty neighbouring points; worst 18 s), 8–9 s with the rebound
+    /// (worst 10 s), at the same settled figures on the random underlays
+    /// (docs/celerity.md, "The rebound").
+    pub rebound: f64,
 }
+
+/// See [`CelerityParams::rebound`]: a session's rate on a link that falls
+/// under this fraction of its recent peak there has fallen far enough to
+/// rebound. The loop's own steps outside the windows move a rate by at
+/// most 10% an interval up and 30% down, and its ripple by a few percent,
+/// so only a run of cuts, as congestion gives, goes this far.
+pub const REBOUND_FALL: f64 = 0.6;
+
+/// See [`CelerityParams::rebound`]: the recent peak of a session's rate on
+/// a link decays by this factor an interval (about 10% a second at the
+/// 200-ms interval), so a rate that declines at rule (10)'s own pace does
+/// not leave the peak behind.
+pub const REBOUND_PEAK_DECAY: f64 = 0.98;
+
+/// See [`CelerityParams::rebound`]: a fall that the link has not made up
+/// within this long is forgotten (the session's share there has changed
+/// for good).
+pub const REBOUND_HOLD: Duration = Duration::from_secs(30);
 
 /// See [`CelerityParams::spare`]: a link lends spare rate to a session only
 /// while its price is below this fraction of the session's `U′`. The same
@@ -882,6 +921,7 @@ impl Default for CelerityParams {
             resume: 0.6,
             start_resume: 0.9,
             fresh_exit: true,
+            rebound: 0.8,
         }
     }
 }
@@ -1193,6 +1233,12 @@ struct Incoming {
     session_packets: [u32; MAX_PARTICIPANTS],
     session_late: [u32; MAX_PARTICIPANTS],
     late_loss: [f64; MAX_PARTICIPANTS],
+    /// Per session (see [`CelerityParams::rebound`]): the recent peak of
+    /// its rate, kbit/s; the peak it fell from (0: none); the intervals
+    /// since it fell.
+    peak: [f64; MAX_PARTICIPANTS],
+    fell_from: [f64; MAX_PARTICIPANTS],
+    fell_for: [u32; MAX_PARTICIPANTS],
     /// In quick start (until congestion shows after a membership change).
     ramping: bool,
     /// Each session's rate when quick start last ended on this link (0
@@ -1606,6 +1652,7 @@ impl CelerityPeer {
             ("ceiling_slack", p.ceiling_slack),
             ("resume", p.resume),
             ("start_resume", p.start_resume),
+            ("rebound", p.rebound),
             ("standing_ratio", p.standing_ratio),
             ("police_slack", p.police_slack),
         ] {
@@ -1667,6 +1714,9 @@ impl CelerityPeer {
             session_packets: [0; MAX_PARTICIPANTS],
             session_late: [0; MAX_PARTICIPANTS],
             late_loss: [0.0; MAX_PARTICIPANTS],
+            peak: [0.0; MAX_PARTICIPANTS],
+            fell_from: [0.0; MAX_PARTICIPANTS],
+            fell_for: [0; MAX_PARTICIPANTS],
             forecast_slow: 0.0,
             ramping: true,
             ramp_end: [0.0; MAX_PARTICIPANTS],
@@ -2138,6 +2188,16 @@ impl CelerityPeer {
             0.0
         };
         let forecast_on = self.cfg.params.late_forecast;
+        // The rebound (see `CelerityParams::rebound`): outside the windows,
+        // on Celerity's own trees; the fall is forgotten after
+        // `REBOUND_HOLD`'s intervals.
+        let rebound = if window || !self.celerity_trees() {
+            0.0
+        } else {
+            self.cfg.params.rebound
+        };
+        let rebound_gain = self.cfg.params.quick_start_gain;
+        let rebound_hold = (REBOUND_HOLD.as_secs_f64() / interval).round() as u32;
         // Late packets as the session's loss (see
         // `CelerityParams::late_loss`): Celerity's own trees only.
         let late_weight = if window || !self.celerity_trees() {
@@ -2425,7 +2485,6 @@ impl CelerityPeer {
             } else {
                 steady_gain
             };
-            let kappa = step_size * q;
             let mut gradient = own_part + settled * common;
             // The drift (see `CelerityParams::drift_gain`): followed upward
             // outside the windows where neither the delay nor the age guard
@@ -2442,6 +2501,19 @@ impl CelerityPeer {
                     }
                 }
             }
+            // The rebound (see `CelerityParams::rebound`): a calm link
+            // raises a session that fell there at quick start's gain.
+            let q = if rebound > 0.0
+                && calm
+                && gradient > 0.0
+                && inc.fell_from[m] > 0.0
+                && c < rebound * inc.fell_from[m]
+            {
+                rebound_gain
+            } else {
+                q
+            };
+            let kappa = step_size * q;
             let mut step = (kappa * scale * gradient).clamp(-0.3 * c, 0.1 * q * scale);
             // No tree uses a link twice, so a session never needs more on
             // a link than its own rate R = β/U′ − δ. A rate far above it
@@ -2453,6 +2525,25 @@ impl CelerityPeer {
                 step = 0.0;
             }
             inc.rates[m] = (c + step).max(0.0);
+            // The rebound's memory: the recent peak, the fall from it, and
+            // when the fall is made up or forgotten. Cleared within the
+            // windows, where resuming acts instead.
+            let now_rate = inc.rates[m];
+            inc.peak[m] = now_rate.max(REBOUND_PEAK_DECAY * inc.peak[m]);
+            if rebound <= 0.0 {
+                inc.fell_from[m] = 0.0;
+            } else {
+                if now_rate < REBOUND_FALL * inc.peak[m] && inc.fell_from[m] < inc.peak[m] {
+                    inc.fell_from[m] = inc.peak[m];
+                    inc.fell_for[m] = 0;
+                }
+                if inc.fell_from[m] > 0.0 {
+                    inc.fell_for[m] += 1;
+                    if now_rate >= rebound * inc.fell_from[m] || inc.fell_for[m] > rebound_hold {
+                        inc.fell_from[m] = 0.0;
+                    }
+                }
+            }
             if trace {
                 traced.push(LinkControl {
                     head: self.cfg.participants[u].node,
@@ -2574,6 +2665,8 @@ impl CelerityPeer {
                     inc.reach_slow = 0.0;
                     inc.forecast_slow = 0.0;
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
+                    inc.peak = [0.0; MAX_PARTICIPANTS];
+                    inc.fell_from = [0.0; MAX_PARTICIPANTS];
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
             } else {

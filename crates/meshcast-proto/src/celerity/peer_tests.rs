@@ -496,6 +496,68 @@ fn rule_ten_steps_at_the_settled_step_in_the_climb() {
     assert!(CelerityPeer::new(bad).is_err());
 }
 
+/// The rebound (`CelerityParams::rebound`): outside the windows, on
+/// Celerity's own trees, a session whose rate on a link fell under
+/// `REBOUND_FALL` of its recent peak steps at quick start's gain while the
+/// link is calm and rule (10) raises it, until it is back at `rebound`
+/// times that peak. Within the windows, on a link that is not calm, past
+/// the rebound's fraction, with `rebound` 0 and on the Mutualcast
+/// baseline's trees it steps at κ.
+#[test]
+fn a_session_that_fell_rebounds_on_a_calm_link() {
+    // Session 2 on link 1 → 0 (its cut across the link, `U′` 0.1 s) at
+    // 200 kbit/s for one interval, then cut to 100 (half its peak) for
+    // one, then set to `rate` with `queue` seconds of standing queue: its
+    // step in that third interval.
+    let step_after_fall = |c: &CelerityConfig, window: bool, rate: f64, queue: f64| {
+        let mut peer = crossing_peer(c);
+        let phase = settled().window(window);
+        for r in [200.0, 100.0] {
+            let inc = &mut peer.incoming[1];
+            inc.rates[2] = r;
+            measured(inc, 0.0, true);
+            peer.update_rates(1, phase);
+        }
+        let inc = &mut peer.incoming[1];
+        inc.rates[2] = rate;
+        measured(inc, queue, true);
+        peer.update_rates(1, phase);
+        peer.incoming[1].rates[2] - rate
+    };
+    let c = queue_priced_cfg();
+    let (step, gain) = (c.params.step, c.params.quick_start_gain);
+    assert_eq!(c.params.rebound, 0.8);
+    // An empty queue: gradient 1, at quick start's gain.
+    assert!(close(
+        step_after_fall(&c, false, 100.0, 0.0),
+        gain * step * 100.0
+    ));
+    // A 20-ms queue is not calm (10% of `U′`): gradient 0.8 at κ.
+    assert!(close(
+        step_after_fall(&c, false, 100.0, 0.02),
+        step * 100.0 * 0.8
+    ));
+    // Back at 0.8 of the peak (the peak 203 kbit/s, decayed once): κ.
+    assert!(close(step_after_fall(&c, false, 170.0, 0.0), step * 170.0));
+    // Within the windows, where resuming acts instead.
+    assert!(close(step_after_fall(&c, true, 100.0, 0.0), step * 100.0));
+    let mut off = c.clone();
+    off.params.rebound = 0.0;
+    assert!(close(
+        step_after_fall(&off, false, 100.0, 0.0),
+        step * 100.0
+    ));
+    let mut mutual = c.clone();
+    mutual.model = Model::Mutualcast;
+    assert!(close(
+        step_after_fall(&mutual, false, 100.0, 0.0),
+        step * 100.0
+    ));
+    let mut bad = c;
+    bad.params.rebound = 1.5;
+    assert!(CelerityPeer::new(bad).is_err());
+}
+
 /// The climb (`CelerityParams::climb`) lasts `climb` past the end of each
 /// quick-start window, and a membership change's window opens a new one;
 /// at 0 it ends with the window.
