@@ -897,8 +897,9 @@ fn acceptance_script_checks_issue_3_s_lines() {
 }
 
 /// `robustness.py` measures each point of a family as the point's own run
-/// says: on the dumbbell the window margin and every session's first 95%
-/// second, on peer dynamics the seconds until every session is back after
+/// says: on the dumbbell the window margin, every session's first 95%
+/// second and the seconds back after each change of the optimum, on peer
+/// dynamics the seconds until every session is back after
 /// D's join and leave, on a baseline the worst session's rate in
 /// [200,300]. An unknown family is refused.
 #[test]
@@ -964,6 +965,30 @@ fn robustness_script_measures_the_families_points() {
         for p in sessions {
             let first = recv_series(&s, p).iter().position(|&r| r >= 0.95 * 240.0);
             assert_eq!(point["first_95_s"][p].as_u64(), first.map(|t| t as u64));
+        }
+        // After each change of the optimum (the cross traffic's start and
+        // end, the failure): the seconds until every session has ten 1-s
+        // bins in a row at 90% of its new coded optimum.
+        let changes = point["changes"].as_array().unwrap();
+        let times: Vec<f64> = changes.iter().map(|c| num(&c["t_s"])).collect();
+        assert_eq!(times, [300.0, 500.0, 700.0], "{point}");
+        for c in changes {
+            let t = num(&c["t_s"]) as usize;
+            let optimum = s["optimum"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .rfind(|o| num(&o["from_s"]) <= t as f64 + 0.5)
+                .unwrap();
+            let back = sessions
+                .iter()
+                .map(|&p| {
+                    let level = 0.9 * num(&optimum["coded"][p]);
+                    back_within(&s, p, t..=990, level, 0).unwrap()
+                })
+                .max()
+                .unwrap();
+            assert_eq!(c["back_s"].as_u64(), Some((back - t) as u64), "{c}");
         }
     }
     for point in family("joins", "1") {
