@@ -498,31 +498,41 @@ fn rule_ten_steps_at_the_settled_step_in_the_climb() {
 
 /// The rebound (`CelerityParams::rebound`): outside the windows, on
 /// Celerity's own trees, a session whose rate on a link fell under
-/// `REBOUND_FALL` of its recent peak steps at quick start's gain while the
-/// link is calm and rule (10) raises it, until it is back at `rebound`
-/// times that peak. Within the windows, on a link that is not calm, past
-/// the rebound's fraction, with `rebound` 0 and on the Mutualcast
-/// baseline's trees it steps at κ.
+/// `REBOUND_FALL` of its recent peak (a peak of at least `REBOUND_SHARE` of
+/// its own rate) steps at quick start's gain while the link is calm and
+/// rule (10) raises it, until it is back at `rebound` times that peak.
+/// Within the windows, on a link that is not calm or over which
+/// `DRIFT_LATE` of its packets come late, past the rebound's fraction,
+/// after a fall from a thin link's peak, with `rebound` 0 and on the
+/// Mutualcast baseline's trees it steps at κ.
 #[test]
 fn a_session_that_fell_rebounds_on_a_calm_link() {
-    // Session 2 on link 1 → 0 (its cut across the link, `U′` 0.1 s) at
-    // 200 kbit/s for one interval, then cut to 100 (half its peak) for
-    // one, then set to `rate` with `queue` seconds of standing queue: its
-    // step in that third interval.
-    let step_after_fall = |c: &CelerityConfig, window: bool, rate: f64, queue: f64| {
-        let mut peer = crossing_peer(c);
-        let phase = settled().window(window);
-        for r in [200.0, 100.0] {
+    // Session 2 on link 1 → 0 (its cut across the link, `U′` 0.1 s: its
+    // own rate 170 kbit/s) at `peak` for one interval, then at half that
+    // for one, then set to `rate` with `queue` seconds of standing queue:
+    // its step in that third interval.
+    let late_step_after =
+        |c: &CelerityConfig, window: bool, peak: f64, rate: f64, queue: f64, late: f64| {
+            let mut peer = crossing_peer(c);
+            peer.incoming[1].late_loss[2] = late;
+            let phase = settled().window(window);
+            for r in [peak, peak / 2.0] {
+                let inc = &mut peer.incoming[1];
+                inc.rates[2] = r;
+                measured(inc, 0.0, true);
+                peer.update_rates(1, phase);
+            }
             let inc = &mut peer.incoming[1];
-            inc.rates[2] = r;
-            measured(inc, 0.0, true);
+            inc.rates[2] = rate;
+            measured(inc, queue, true);
             peer.update_rates(1, phase);
-        }
-        let inc = &mut peer.incoming[1];
-        inc.rates[2] = rate;
-        measured(inc, queue, true);
-        peer.update_rates(1, phase);
-        peer.incoming[1].rates[2] - rate
+            peer.incoming[1].rates[2] - rate
+        };
+    let step_after = |c: &CelerityConfig, window: bool, peak: f64, rate: f64, queue: f64| {
+        late_step_after(c, window, peak, rate, queue, 0.0)
+    };
+    let step_after_fall = |c: &CelerityConfig, window: bool, rate: f64, queue: f64| {
+        step_after(c, window, 200.0, rate, queue)
     };
     let c = queue_priced_cfg();
     let (step, gain) = (c.params.step, c.params.quick_start_gain);
@@ -539,10 +549,22 @@ fn a_session_that_fell_rebounds_on_a_calm_link() {
     ));
     // Back at 0.8 of the peak (the peak 203 kbit/s, decayed once): κ.
     assert!(close(step_after_fall(&c, false, 170.0, 0.0), step * 170.0));
-    // Within the windows, where resuming acts instead.
-    assert!(close(step_after_fall(&c, true, 100.0, 0.0), step * 100.0));
+    // A fall from a peak under `REBOUND_SHARE` of the session's own rate
+    // (170 kbit/s).
+    let thin = 0.9 * REBOUND_SHARE * 170.0;
+    assert!(close(
+        step_after(&c, false, thin, thin / 2.0, 0.0),
+        step * thin / 2.0
+    ));
     let mut off = c.clone();
     off.params.rebound = 0.0;
+    // 2% of its packets late on the link (their one-second average): the
+    // step without the rebound (rule (10) less the late packets' charge).
+    let late = |c: &CelerityConfig| late_step_after(c, false, 200.0, 100.0, 0.0, 0.02);
+    assert!(close(late(&c), late(&off)));
+    assert!(late(&off) > 0.0 && late(&off) < step * 100.0);
+    // Within the windows, where resuming acts instead.
+    assert!(close(step_after_fall(&c, true, 100.0, 0.0), step * 100.0));
     assert!(close(
         step_after_fall(&off, false, 100.0, 0.0),
         step * 100.0
