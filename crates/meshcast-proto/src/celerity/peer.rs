@@ -695,7 +695,7 @@ pub const REBOUND_FALL: f64 = 0.6;
 /// at quick start's gain only fed paths whose packets came late (74's
 /// worst session 0.67 with 2.2% loss at step 0.0151, 0.85 with the share).
 /// Shares of 0.1 to 0.2 left the default dumbbell point's B at 189.98
-/// kbit/s in [420,500], 0.02 short of issue 3's line there (which sits at
+/// kbit/s in \[420,500\], 0.02 short of issue 3's line there (which sits at
 /// 99.2% of the payload ceiling: a fifth of a packet decides it); 0.3
 /// gives A and B 190.40 and the same return after the cross traffic
 /// (docs/celerity.md, "The rebound").
