@@ -2171,10 +2171,15 @@ impl CelerityPeer {
         let age_knee =
             self.cfg.params.delay_bound.as_secs_f64() - self.cfg.params.age_margin.as_secs_f64();
         let age_queue = self.cfg.params.age_queue;
+        // Celerity's own trees (the baselines keep the paper's loop), and
+        // those trees outside the quick-start windows: where the gain floor,
+        // late packets as the session's loss and the rebound act.
+        let celerity = self.celerity_trees();
+        let settled_celerity = celerity && !window;
         // Whether this interval is in a window or the climb after it, on
         // Celerity's own trees: where the settled step and the drift may act
         // (see `CelerityParams::climb`).
-        let climbs = climbing && self.celerity_trees();
+        let climbs = climbing && celerity;
         // κ: `step` within the windows, `settled_step` in the climb after
         // them (see `CelerityParams::settled_step`), `step` again after the
         // climb and on the baselines' trees.
@@ -2191,10 +2196,10 @@ impl CelerityPeer {
         // The gain floor (see `CelerityParams::gain_floor`), within its
         // part of the link's delay budget.
         let budget = FLOOR_BUDGET * (self.cfg.params.delay_bound.as_secs_f64() - fixed).max(0.0);
-        let floor = if window || !self.celerity_trees() {
-            0.0
-        } else {
+        let floor = if settled_celerity {
             (self.cfg.params.gain_floor * self.incoming[u].serialisation()).min(budget)
+        } else {
+            0.0
         };
         let floor_share = self.cfg.params.floor_share;
         // The drift (see `CelerityParams::drift_gain`): within the climb, on
@@ -2208,19 +2213,19 @@ impl CelerityPeer {
         // The rebound (see `CelerityParams::rebound`): outside the windows,
         // on Celerity's own trees; the fall is forgotten after
         // `REBOUND_HOLD`'s intervals.
-        let rebound = if window || !self.celerity_trees() {
-            0.0
-        } else {
+        let rebound = if settled_celerity {
             self.cfg.params.rebound
+        } else {
+            0.0
         };
         let rebound_gain = self.cfg.params.quick_start_gain;
         let rebound_hold = (REBOUND_HOLD.as_secs_f64() / interval).round() as u32;
         // Late packets as the session's loss (see
         // `CelerityParams::late_loss`): Celerity's own trees only.
-        let late_weight = if window || !self.celerity_trees() {
-            0.0
-        } else {
+        let late_weight = if settled_celerity {
             self.cfg.params.late_loss
+        } else {
+            0.0
         };
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
@@ -2464,20 +2469,6 @@ impl CelerityPeer {
             } else {
                 0.0
             };
-            // Resuming (see `CelerityParams::resume`): a calm link takes a
-            // session back up towards where quick start ended on it.
-            // The landing (see `CelerityParams::landing_gain`): in the
-            // start's window, the interval that ends the link's quick
-            // start, for a session whose own signal ended it.
-            let q = if ends && start && signals((gain, uprime)) {
-                landing
-            } else if ramping {
-                quick
-            } else if resumes && calm && c < resume * ramp_end[m] {
-                resume_gain
-            } else {
-                1.0
-            };
             // The steady gain (see `CelerityParams::steady_gain`): rule
             // (10)'s gradient is the session's own part (its gain against
             // the link's mean, less its own late packets) plus the common
@@ -2518,8 +2509,14 @@ impl CelerityPeer {
                     }
                 }
             }
-            // The rebound (see `CelerityParams::rebound`): a calm link
-            // raises a session that fell there at quick start's gain.
+            // The step's multiplier. The rebound (see
+            // `CelerityParams::rebound`; outside the windows only): a calm
+            // link raises a session that fell there at quick start's gain.
+            // Resuming (see `CelerityParams::resume`): a calm link takes a
+            // session back up towards where quick start ended on it.
+            // The landing (see `CelerityParams::landing_gain`): in the
+            // start's window, the interval that ends the link's quick
+            // start, for a session whose own signal ended it.
             let q = if rebound > 0.0
                 && calm
                 && inc.late_loss[m] < DRIFT_LATE
@@ -2528,8 +2525,14 @@ impl CelerityPeer {
                 && c < rebound * inc.fell_from[m]
             {
                 rebound_gain
+            } else if ends && start && signals((gain, uprime)) {
+                landing
+            } else if ramping {
+                quick
+            } else if resumes && calm && c < resume * ramp_end[m] {
+                resume_gain
             } else {
-                q
+                1.0
             };
             let kappa = step_size * q;
             let mut step = (kappa * scale * gradient).clamp(-0.3 * c, 0.1 * q * scale);
