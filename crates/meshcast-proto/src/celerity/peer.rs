@@ -674,8 +674,8 @@ pub struct CelerityParams {
     /// from 230 to about 90 kbit/s of their new 199 and climbed back at
     /// rule (10)'s 7% a second: every session was back at 90% for ten
     /// seconds in a row 16 s after the cross traffic's start (median over
-    /// 240 neighbouring points; worst 19 s), 9 s with the rebound (worst
-    /// 11 s). On the random underlays it acts on a handful and leaves their
+    /// 240 neighbouring points; worst 19 s), 12 s with the rebound (worst
+    /// 14 s). On the random underlays it acts on a handful and leaves their
     /// figures within noise (docs/celerity.md, "The rebound").
     pub rebound: f64,
 }
@@ -693,12 +693,13 @@ pub const REBOUND_FALL: f64 = 0.6;
 /// thin relay paths at a few kbit/s (380 of the dumbbell's 405 from peaks
 /// under 5 kbit/s, 1786 of 1880 on random underlay 74), and raising those
 /// at quick start's gain only fed paths whose packets came late (74's
-/// worst session 0.67 with 2.2% loss at step 0.0151, 0.85 with the share).
-/// Shares of 0.1 to 0.2 left the default dumbbell point's B at 189.98
-/// kbit/s in \[420,500\], 0.02 short of issue 3's line there (which sits at
-/// 99.2% of the payload ceiling: a fifth of a packet decides it); 0.3
-/// gives A and B 190.40 and the same return after the cross traffic
-/// (docs/celerity.md, "The rebound").
+/// worst session 0.67 with 2.2% loss at step 0.0151, 0.85 with a share of
+/// 0.1). Shares of 0.1 to 0.2 left the default dumbbell point's B at
+/// 189.98 kbit/s in \[420,500\], 0.02 short of issue 3's line there (which
+/// sits at 99.2% of the payload ceiling: a fifth of a packet decides it);
+/// 0.3 gives A and B 190.40 and the same return after the cross traffic
+/// (190.3 and 190.5 with the gate on late packets, [`DRIFT_LATE`];
+/// docs/celerity.md, "The rebound").
 pub const REBOUND_SHARE: f64 = 0.3;
 
 /// See [`CelerityParams::rebound`]: the recent peak of a session's rate on
