@@ -945,10 +945,10 @@ fn robustness_script_measures_the_families_points() {
             })
             .map(|v| v.parse::<f64>().unwrap())
     };
+    // The climb's step moves with the step, in the defaults' ratio.
+    let defaults = meshcast_proto::celerity::CelerityParams::default();
+    let ratio = defaults.settled_step / defaults.step;
     for point in family("step-beta", "2") {
-        // The climb's step moves with the step, in the defaults' ratio.
-        let defaults = meshcast_proto::celerity::CelerityParams::default();
-        let ratio = defaults.settled_step / defaults.step;
         let (step, settled) = (setting(&point, "step"), setting(&point, "settled_step"));
         assert!((settled.unwrap() - step.unwrap() * ratio).abs() < 1e-6);
         let s = rerun("celerity/dumbbell.toml", &point);
