@@ -126,6 +126,7 @@ pub(crate) struct RawConference {
     start_resume: Option<Spanned<f64>>,
     rebound: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
+    reach_news: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
@@ -344,6 +345,9 @@ pub(crate) fn check(
     }
     if let Some(f) = raw.fresh_exit {
         params.fresh_exit = f;
+    }
+    if let Some(r) = raw.reach_news {
+        params.reach_news = r;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

@@ -914,6 +914,55 @@ fn quick_start_does_not_end_on_the_interval_before_a_membership_change() {
     assert!(!stale[0].1, "{stale:?}");
 }
 
+/// News of a link elsewhere (`CelerityParams::reach_news`): peer 0 hears
+/// members 1–3 directly. When neighbour 1's reach stops listing member 3,
+/// whom peer 0 still hears, the link 1–3 has gone down, and peer 0 opens a
+/// quick-start window: every link into it ramps again. A mask that only
+/// gains a member, one that loses a member peer 0 does not hear either
+/// (gone, or its link to peer 0 down too), the rule turned off, and the
+/// baselines' trees open none.
+#[test]
+fn a_neighbours_lost_link_opens_a_window_here() {
+    let t0 = Time::from_secs(100);
+    let t1 = t0 + Duration::from_secs(1);
+    let opened = |model: Model, on: bool, before: u16, after: u16, hears_3: bool| {
+        let mut c = cfg(4, 0);
+        c.model = model;
+        c.params.reach_news = on;
+        let mut p = CelerityPeer::new(c).unwrap();
+        p.present = vec![true; 4];
+        p.direct = vec![Some(t1); 4];
+        if !hears_3 {
+            p.direct[3] = None;
+        }
+        for inc in &mut p.incoming {
+            inc.ramping = false;
+        }
+        p.on_control(1, t0, Control::Reach { hears: before });
+        assert!(p.quick_until <= t0, "the first mask is no news");
+        p.on_control(1, t1, Control::Reach { hears: after });
+        let window = p.quick_until > t1;
+        assert_eq!(window, p.incoming[2].ramping);
+        window
+    };
+    let (all, lost_3, lost_2_3) = (0b1101, 0b0101, 0b0001);
+    assert!(opened(Model::Deep, true, all, lost_3, true));
+    assert!(opened(Model::Deep, true, all, lost_2_3, true));
+    assert!(opened(Model::TwoHop, true, all, lost_3, true));
+    assert!(!opened(Model::Deep, true, lost_3, all, true), "a gain");
+    assert!(!opened(Model::Deep, true, all, all, true), "no change");
+    assert!(
+        !opened(Model::Deep, true, all, lost_3, false),
+        "3 gone here too"
+    );
+    assert!(!opened(Model::Deep, false, all, lost_3, true), "off");
+    assert!(!opened(Model::Star, true, all, lost_3, true), "Simulcast");
+    assert!(
+        !opened(Model::Mutualcast, true, all, lost_3, true),
+        "Mutualcast"
+    );
+}
+
 /// Spare lending (`CelerityParams::spare`) on a short link: within the
 /// quick-start window a link calm in the interval lends; outside it only
 /// a link also calm on its one-second averages (one interval of a link
