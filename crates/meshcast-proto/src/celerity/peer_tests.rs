@@ -919,13 +919,13 @@ fn quick_start_does_not_end_on_the_interval_before_a_membership_change() {
 /// whom peer 0 still hears, the link 1–3 has gone down, and peer 0 opens a
 /// quick-start window: every link into it ramps again. A mask that only
 /// gains a member, one that loses a member peer 0 does not hear either
-/// (gone, or its link to peer 0 down too), the rule turned off, and the
-/// baselines' trees open none.
+/// (gone, or its link to peer 0 down too), news within a window already
+/// open, the rule turned off, and the baselines' trees open none.
 #[test]
 fn a_neighbours_lost_link_opens_a_window_here() {
     let t0 = Time::from_secs(100);
     let t1 = t0 + Duration::from_secs(1);
-    let opened = |model: Model, on: bool, before: u16, after: u16, hears_3: bool| {
+    let opened = |model: Model, on: bool, before: u16, after: u16, hears_3: bool, open: bool| {
         let mut c = cfg(4, 0);
         c.model = model;
         c.params.reach_news = on;
@@ -940,25 +940,30 @@ fn a_neighbours_lost_link_opens_a_window_here() {
         }
         p.on_control(1, t0, Control::Reach { hears: before });
         assert!(p.quick_until <= t0, "the first mask is no news");
+        if open {
+            p.quick_until = t1 + Duration::from_secs(5);
+        }
         p.on_control(1, t1, Control::Reach { hears: after });
-        let window = p.quick_until > t1;
-        assert_eq!(window, p.incoming[2].ramping);
-        window
+        assert_eq!(p.quick_until > t1, open || p.incoming[2].ramping);
+        p.incoming[2].ramping
     };
     let (all, lost_3, lost_2_3) = (0b1101, 0b0101, 0b0001);
-    assert!(opened(Model::Deep, true, all, lost_3, true));
-    assert!(opened(Model::Deep, true, all, lost_2_3, true));
-    assert!(opened(Model::TwoHop, true, all, lost_3, true));
-    assert!(!opened(Model::Deep, true, lost_3, all, true), "a gain");
-    assert!(!opened(Model::Deep, true, all, all, true), "no change");
+    let deep =
+        |before, after, hears_3, open| opened(Model::Deep, true, before, after, hears_3, open);
+    assert!(deep(all, lost_3, true, false));
+    assert!(deep(all, lost_2_3, true, false));
+    assert!(opened(Model::TwoHop, true, all, lost_3, true, false));
+    assert!(!deep(lost_3, all, true, false), "a gain");
+    assert!(!deep(all, all, true, false), "no change");
+    assert!(!deep(all, lost_3, false, false), "3 gone here too");
+    assert!(!deep(all, lost_3, true, true), "within a window");
+    assert!(!opened(Model::Deep, false, all, lost_3, true, false), "off");
     assert!(
-        !opened(Model::Deep, true, all, lost_3, false),
-        "3 gone here too"
+        !opened(Model::Star, true, all, lost_3, true, false),
+        "Simulcast"
     );
-    assert!(!opened(Model::Deep, false, all, lost_3, true), "off");
-    assert!(!opened(Model::Star, true, all, lost_3, true), "Simulcast");
     assert!(
-        !opened(Model::Mutualcast, true, all, lost_3, true),
+        !opened(Model::Mutualcast, true, all, lost_3, true, false),
         "Mutualcast"
     );
 }
