@@ -690,19 +690,19 @@ pub struct CelerityParams {
     /// nothing change. Where those links had carried only a thin part of
     /// the sessions before (20 and 34 kbit/s of C's 233 at one
     /// neighbouring point), rule (10) raised them at its own 7% a second,
-    /// and C and D took 20–30 s to come back to 90% of 240 kbit/s. The
+    /// and C and D took up to 34 s to come back to 90% of 240 kbit/s. The
     /// neighbours tell each other whom they hear (for relaying control
     /// around links that are down), so B learns of the failure from A's
-    /// and C's next [`Control::Reach`], at most a second after they notice
+    /// and C's next [`Control::Reach`], about a second after they notice
     /// it. Over the 240 neighbouring dumbbell points every session is back
     /// at 90% for ten seconds in a row after the failure within 8 s at the
     /// median (9 without the rule) and 20 s at worst, one point past 15 s,
     /// against 34 s and 29 points without it (docs/celerity.md, "News of a
-    /// link elsewhere"). A member that leaves drops out of the masks too,
-    /// but by then this peer no longer hears it (or has seen it leave), and
-    /// a member that joins only adds bits: membership changes open their
-    /// windows as before, once. News within a window already open opens
-    /// none.
+    /// link elsewhere"). A member that leaves says so and is gone from
+    /// every peer at once; one that falls silent drops out of the masks
+    /// about when this peer stops hearing it too (a window opened a moment
+    /// early, before its own departure's). A member that joins only adds
+    /// bits. News within a window already open opens none.
     pub reach_news: bool,
 }
 
