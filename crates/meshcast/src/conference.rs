@@ -127,6 +127,7 @@ pub(crate) struct RawConference {
     rebound: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
+    scale_in_windows: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
@@ -348,6 +349,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.reach_news {
         params.reach_news = r;
+    }
+    if let Some(w) = raw.scale_in_windows {
+        params.scale_in_windows = w;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

@@ -219,10 +219,13 @@ pub struct CelerityParams {
     /// paths up to the whole bound; a reserve of `min(U′, ceiling)` taken
     /// off it did the same to the paths of slow, long-delay sessions.
     ///
-    /// Not in the start's quick-start window: `U′` there belongs to rates
-    /// far from any equilibrium (600 ms at the initial 20 kbit/s, almost
-    /// four times the price), and scaling by it moved the dumbbell's
-    /// approach (docs/celerity.md, "The queue ceiling").
+    /// Not in the quick-start windows: `U′` there belongs to rates far
+    /// from any equilibrium (600 ms at the initial 20 kbit/s, almost four
+    /// times the price), and scaling by it moved the dumbbell's approach
+    /// (docs/celerity.md, "The queue ceiling"). The windows after the
+    /// start (joins, leaves, links going down or coming back) kept the
+    /// scale until the fourth session of 2026-11-29
+    /// ([`scale_in_windows`](Self::scale_in_windows)).
     pub queue_ceiling: Option<Duration>,
     /// The exponent `e` of the ceiling's price scale `(U′ / ceiling)^e`, in
     /// (0, 1]. With `e = 1` the scale is degenerate for the session with
@@ -704,6 +707,28 @@ pub struct CelerityParams {
     /// early, before its own departure's). A member that joins only adds
     /// bits. News within a window already open opens none.
     pub reach_news: bool,
+    /// Whether the ceiling's price scale
+    /// ([`queue_ceiling`](Self::queue_ceiling)) also acts in the
+    /// quick-start windows after the start (joins, leaves, links going
+    /// down or coming back), as it did until the fourth session of
+    /// 2026-11-29. Default `false`: in no window, as in the start's. The
+    /// baselines' trees (Simulcast, Mutualcast) keep the scale in the later
+    /// windows: without it one of Mutualcast's fifteen neighbouring dumbbell
+    /// points fell outside 10% of its 120 kbit/s (107.0).
+    ///
+    /// After such a change the sessions cut back have `U′` of 400–550 ms
+    /// for a few seconds, which scaled the price of the links they cross by
+    /// up to four; quick start ends on a link whose scaled loss and queue
+    /// reach half a session's `U′`, so a queue of 15 ms, under one packet
+    /// on the dumbbell's bottleneck, ended it after the A–E failure at one
+    /// neighbouring point, for the thin session on that link too, which then
+    /// climbed at rule (10)'s 7% a second (back at 90% after 20 s). Over
+    /// the 240 neighbouring dumbbell points the slowest session is back at
+    /// 90% after the failure within 14 s at worst, none past 15 s (20 s and
+    /// one with the scale); joins past 15 s over the three join families
+    /// fall from 7 of 210 points to 4 (docs/celerity.md, "No price scale in
+    /// the windows").
+    pub scale_in_windows: bool,
 }
 
 /// See [`CelerityParams::rebound`]: a session's rate on a link that falls
@@ -967,6 +992,7 @@ impl Default for CelerityParams {
             fresh_exit: true,
             rebound: 0.8,
             reach_news: true,
+            scale_in_windows: false,
         }
     }
 }
@@ -1173,6 +1199,9 @@ struct Phase {
     window: bool,
     /// Within the start's window.
     start: bool,
+    /// Within a window that a membership or link change opened after the
+    /// start's had ended (see [`CelerityParams::scale_in_windows`]).
+    event: bool,
     /// Resuming may act: within a window, where its fraction is above 0
     /// (see [`CelerityParams::resume`]).
     resumes: bool,
@@ -1593,6 +1622,10 @@ pub struct CelerityPeer {
     /// The end of the quick-start window that opened at the start
     /// ([`CelerityParams::resume`] acts only in later ones).
     start_window_end: Time,
+    /// The last quick-start window opened after the start's had ended: a
+    /// join, a leave, a link going down or coming back, not the hellos of
+    /// the start itself, which extend the start's window a little.
+    event_window: bool,
     started: bool,
     closed: bool,
     counters: PeerCounters,
@@ -1837,6 +1870,7 @@ impl CelerityPeer {
             quick_until: Time::ZERO,
             cautious_until: None,
             start_window_end: Time::ZERO,
+            event_window: false,
             started: false,
             closed: false,
             counters: PeerCounters::default(),
@@ -1951,6 +1985,7 @@ impl CelerityPeer {
         self.src.size_at = Some(now + SIZE_SETTLE);
         self.quick_until = now + self.cfg.params.quick_start;
         self.start_window_end = self.quick_until;
+        self.event_window = false;
         self.set(Timer::Control, Some(now + self.cfg.params.control_interval));
         self.set(Timer::Report, Some(now + self.cfg.params.report_interval));
         self.set(Timer::Liveness, Some(now + Duration::from_millis(500)));
@@ -1964,6 +1999,7 @@ impl CelerityPeer {
 
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
+        self.event_window = now >= self.start_window_end;
         // The trees will change: decide the packet size again once they
         // have settled, on their paths alone, holding the old one until
         // then.
@@ -2186,6 +2222,7 @@ impl CelerityPeer {
             quick,
             window,
             start,
+            event,
             resumes,
             climbing,
             interval,
@@ -2434,8 +2471,12 @@ impl CelerityPeer {
         // sessions' rates, not the ripple of one interval (a dip of one
         // session's rate would otherwise raise every session's price at
         // once and deepen the dip).
+        // Not in the start's window, nor in those of later changes (but on
+        // the baselines' trees and with `scale_in_windows`).
+        let held = event && celerity && !self.cfg.params.scale_in_windows;
+        let scales = !(start || held);
         let target = match ceiling {
-            Some(c) if !start => (top / c).max(1.0).powf(exponent),
+            Some(c) if scales => (top / c).max(1.0).powf(exponent),
             _ => 1.0,
         };
         inc.price_scale += 0.1 * (target - inc.price_scale);
@@ -2701,6 +2742,7 @@ impl CelerityPeer {
             },
             window,
             start,
+            event: window && self.event_window,
             resumes: window && self.resume_fraction(start) > 0.0,
             climbing: window || now.saturating_since(self.quick_until) < p.climb,
             interval: p.control_interval.as_secs_f64(),

@@ -231,6 +231,7 @@ fn settled() -> Phase {
         quick: 1.0,
         window: false,
         start: false,
+        event: false,
         resumes: false,
         climbing: false,
         interval: 0.2,
@@ -246,6 +247,9 @@ impl Phase {
     }
     fn start(self, start: bool) -> Self {
         Self { start, ..self }
+    }
+    fn event(self, event: bool) -> Self {
+        Self { event, ..self }
     }
     fn resumes(self, resumes: bool) -> Self {
         Self { resumes, ..self }
@@ -1002,10 +1006,11 @@ fn spare_lending_outside_the_window_needs_calm_averages() {
 /// The queue ceiling (`CelerityParams::queue_ceiling`): a link whose
 /// largest `U′` is past the ceiling scales its price by
 /// `(U′/ceiling)^e`, following it over about two seconds, so its queue
-/// settles at `U′^(1−e)·ceiling^e`; not in the start's quick-start window,
-/// not for a session below the ceiling, and never the delay guard's part.
+/// settles at `U′^(1−e)·ceiling^e`; not in the quick-start windows (in
+/// those after the start with `scale_in_windows`), not for a session below
+/// the ceiling, and never the delay guard's part.
 #[test]
-fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
+fn the_queue_ceiling_scales_the_price_past_it_outside_the_windows() {
     let mut c = cfg(3, 0);
     // The price is the queue alone (no delay guard).
     c.params.late_gain = 0.0;
@@ -1014,21 +1019,23 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
     // Session 2's price on link 1 → 0 with a steady 50-ms queue, after
     // `intervals` control intervals, its `U′` 0.27 s: (0.27/0.08)^(2/3) =
     // 1.5² = 2.25.
-    let price_at = |c: &CelerityConfig, queue: f64, uprime: f64, start: bool, intervals: usize| {
+    // `window`: none (0), the start's (1) or a later one (2).
+    let price_at = |c: &CelerityConfig, queue: f64, uprime: f64, window: u8, intervals: usize| {
         let mut peer = crossing_peer(c);
         peer.sessions[2].uprime = uprime;
         for _ in 0..intervals {
             measured(&mut peer.incoming[1], queue, true);
-            peer.update_rates(1, settled().window(true).start(start));
+            let phase = settled().window(window > 0).start(window == 1);
+            peer.update_rates(1, phase.event(window == 2));
         }
         peer.incoming[1].price
     };
-    let price = |c: &CelerityConfig, uprime: f64, start: bool, intervals: usize| {
-        price_at(c, 0.05, uprime, start, intervals)
+    let price = |c: &CelerityConfig, uprime: f64, window: u8, intervals: usize| {
+        price_at(c, 0.05, uprime, window, intervals)
     };
-    let first = price(&c, 0.27, false, 1);
+    let first = price(&c, 0.27, 0, 1);
     assert!(close(first, 0.05 * (1.0 + 0.1 * 1.25)), "{first}");
-    let settled = price(&c, 0.27, false, 200);
+    let settled = price(&c, 0.27, 0, 200);
     assert!(close(settled, 0.05 * 2.25), "{settled}");
     // The queue where that price meets U′: 0.27/2.25 = 120 ms, against
     // the paper's 270.
@@ -1036,21 +1043,33 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_start() {
         0.27 / 2.25,
         0.27f64.powf(1.0 / 3.0) * 0.08f64.powf(2.0 / 3.0)
     ));
-    assert!(close(price(&c, 0.27, true, 200), 0.05));
-    assert!(close(price(&c, 0.07, false, 200), 0.05));
+    // Not in the windows (`CelerityParams::scale_in_windows`): the start's
+    // or a later one, unless asked.
+    assert!(close(price(&c, 0.27, 1, 200), 0.05));
+    assert!(close(price(&c, 0.27, 2, 200), 0.05));
+    let mut in_windows = c.clone();
+    in_windows.params.scale_in_windows = true;
+    assert!(close(price(&in_windows, 0.27, 1, 200), 0.05));
+    assert!(close(price(&in_windows, 0.27, 2, 200), 0.05 * 2.25));
+    // The baselines' trees keep it in the later windows.
+    let mut mutualcast = c.clone();
+    mutualcast.model = Model::Mutualcast;
+    assert!(close(price(&mutualcast, 0.27, 2, 200), 0.05 * 2.25));
+    assert!(close(price(&mutualcast, 0.27, 1, 200), 0.05));
+    assert!(close(price(&c, 0.07, 0, 200), 0.05));
     let mut linear = c.clone();
     linear.params.ceiling_exponent = 1.0;
-    assert!(close(price(&linear, 0.27, false, 200), 0.05 * 3.375));
+    assert!(close(price(&linear, 0.27, 0, 200), 0.05 * 3.375));
     let mut off = c.clone();
     off.params.queue_ceiling = None;
-    assert!(close(price(&off, 0.27, false, 200), 0.05));
+    assert!(close(price(&off, 0.27, 0, 200), 0.05));
     // With the delay guard: a 170-ms queue is 10 ms past its knee (200 −
     // 40 ms), which adds `late_gain`·0.01 s unscaled. Scaled, it charged a
     // slow session more for the same lateness, slowed it further, and a
     // dumbbell with 125 ms of propagation on its bottleneck fell to nothing.
     let mut guarded = c.clone();
     guarded.params.late_gain = 4.0;
-    let both = price_at(&guarded, 0.17, 0.27, false, 200);
+    let both = price_at(&guarded, 0.17, 0.27, 0, 200);
     assert!(close(both, 2.25 * 0.17 + 4.0 * 0.01), "{both}");
 }
 
