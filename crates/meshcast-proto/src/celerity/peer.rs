@@ -701,7 +701,8 @@ pub struct CelerityParams {
     /// at 90% for ten seconds in a row after the failure within 8 s at the
     /// median (9 without the rule) and 20 s at worst, one point past 15 s,
     /// against 34 s and 29 points without it (docs/celerity.md, "News of a
-    /// link elsewhere"). A member that leaves says so and is gone from
+    /// link elsewhere"); 14 s at worst and none past 15 s since the price
+    /// scale left the windows ([`scale_in_windows`](Self::scale_in_windows)). A member that leaves says so and is gone from
     /// every peer at once; one that falls silent drops out of the masks
     /// about when this peer stops hearing it too (a window opened a moment
     /// early, before its own departure's). A member that joins only adds
