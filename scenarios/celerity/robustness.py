@@ -15,9 +15,9 @@ them. FAMILY is one of:
   `step`, it moves `settled_step` (the climb's step) in proportion. Per
   point: the window margin (the least, over sessions and the windows at
   200, 420 and 900 s, of the send rate and the lowest receiver's goodput
-  less 95% of the window's optimum), each session's first 1-s bin at 95% of its optimum, and its
-  dips (1-s bins under 90% from then until the scenario's first event,
-  the cross traffic). A point is *clean* without dips and *full* when it
+  less 95% of the window's optimum), each session's first 1-s bin at 95%
+  of its optimum, and its dips (1-s bins under 90% from then until the
+  scenario's first event, the cross traffic). A point is *clean* without dips and *full* when it
   is clean, every window passes and every first 95% comes within 20 s.
   After each later change of the optimum (the cross traffic's start at
   300 s and end at 500 s, the failure at 700 s): the seconds until every

@@ -702,11 +702,12 @@ pub struct CelerityParams {
     /// median (9 without the rule) and 20 s at worst, one point past 15 s,
     /// against 34 s and 29 points without it (docs/celerity.md, "News of a
     /// link elsewhere"); 14 s at worst and none past 15 s since the price
-    /// scale left the windows ([`scale_in_windows`](Self::scale_in_windows)). A member that leaves says so and is gone from
-    /// every peer at once; one that falls silent drops out of the masks
-    /// about when this peer stops hearing it too (a window opened a moment
-    /// early, before its own departure's). A member that joins only adds
-    /// bits. News within a window already open opens none.
+    /// scale left the windows ([`scale_in_windows`](Self::scale_in_windows)).
+    /// A member that leaves says so and is gone from every peer at once; one
+    /// that falls silent drops out of the masks about when this peer stops
+    /// hearing it too (a window opened a moment early, before its own
+    /// departure's). A member that joins only adds bits. News within a
+    /// window already open opens none.
     pub reach_news: bool,
     /// Whether the ceiling's price scale
     /// ([`queue_ceiling`](Self::queue_ceiling)) also acts in the
@@ -1623,10 +1624,6 @@ pub struct CelerityPeer {
     /// The end of the quick-start window that opened at the start
     /// ([`CelerityParams::resume`] acts only in later ones).
     start_window_end: Time,
-    /// The last quick-start window opened after the start's had ended: a
-    /// join, a leave, a link going down or coming back, not the hellos of
-    /// the start itself, which extend the start's window a little.
-    event_window: bool,
     started: bool,
     closed: bool,
     counters: PeerCounters,
@@ -1871,7 +1868,6 @@ impl CelerityPeer {
             quick_until: Time::ZERO,
             cautious_until: None,
             start_window_end: Time::ZERO,
-            event_window: false,
             started: false,
             closed: false,
             counters: PeerCounters::default(),
@@ -1986,7 +1982,6 @@ impl CelerityPeer {
         self.src.size_at = Some(now + SIZE_SETTLE);
         self.quick_until = now + self.cfg.params.quick_start;
         self.start_window_end = self.quick_until;
-        self.event_window = false;
         self.set(Timer::Control, Some(now + self.cfg.params.control_interval));
         self.set(Timer::Report, Some(now + self.cfg.params.report_interval));
         self.set(Timer::Liveness, Some(now + Duration::from_millis(500)));
@@ -2000,7 +1995,6 @@ impl CelerityPeer {
 
     fn membership_changed(&mut self, now: Time) {
         self.quick_until = self.quick_until.max(now + self.cfg.params.quick_start);
-        self.event_window = now >= self.start_window_end;
         // The trees will change: decide the packet size again once they
         // have settled, on their paths alone, holding the old one until
         // then.
@@ -2468,14 +2462,14 @@ impl CelerityPeer {
             .filter(|&m| self.sessions[m].known)
             .map(|m| terms[m].0)
             .fold(0.0, f64::max);
-        // Smoothed over about two seconds: the scale follows the
-        // sessions' rates, not the ripple of one interval (a dip of one
-        // session's rate would otherwise raise every session's price at
-        // once and deepen the dip).
         // Not in the start's window, nor in those of later changes (but on
         // the baselines' trees and with `scale_in_windows`).
         let held = event && celerity && !self.cfg.params.scale_in_windows;
         let scales = !(start || held);
+        // Smoothed over about two seconds: the scale follows the
+        // sessions' rates, not the ripple of one interval (a dip of one
+        // session's rate would otherwise raise every session's price at
+        // once and deepen the dip).
         let target = match ceiling {
             Some(c) if scales => (top / c).max(1.0).powf(exponent),
             _ => 1.0,
@@ -2743,7 +2737,11 @@ impl CelerityPeer {
             },
             window,
             start,
-            event: window && self.event_window,
+            // A window opened at or after the start's end (a join, a leave,
+            // a link going down or coming back) runs a whole quick-start
+            // period past it; the hellos of the start's first seconds,
+            // which extend the start's own window, end sooner.
+            event: window && self.quick_until >= self.start_window_end + p.quick_start,
             resumes: window && self.resume_fraction(start) > 0.0,
             climbing: window || now.saturating_since(self.quick_until) < p.climb,
             interval: p.control_interval.as_secs_f64(),
