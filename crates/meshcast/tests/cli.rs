@@ -2119,6 +2119,14 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
     assert!(without[1] > 15, "without both: {without:?}");
 }
 
+/// Seconds from the dumbbell's A–E failure at 700 s until every session is
+/// back at 90% of its 240 kbit/s for ten 1-s bins in a row, with `--set`
+/// for each of `sets` (`usize::MAX - 700` where one never is).
+fn back_after_the_failure(dir: &Path, sets: &[&str]) -> usize {
+    let s = scenario_with_sets(dir, "celerity/dumbbell.toml", sets);
+    slowest(|p| back_within(&s, p, 700..=760, 0.9 * 240.0, 0)) - 700
+}
+
 /// News of a link elsewhere (`conference.reach_news`, on by default) when
 /// the dumbbell's A–E link fails at 700 s: B, whose links C→B and D→B must
 /// now carry C's and D's sessions to A, saw none of its own links change,
@@ -2146,12 +2154,7 @@ fn celerity_sessions_come_back_soon_after_a_link_fails_elsewhere() {
     for (i, point) in points.iter().enumerate() {
         let back = |on: bool| {
             let news = format!("conference.reach_news={on}");
-            let s = scenario_with_sets(
-                dir.path(),
-                "celerity/dumbbell.toml",
-                &[point, &[news.as_str()][..]].concat(),
-            );
-            slowest(|p| back_within(&s, p, 700..=760, 0.9 * 240.0, 0)) - 700
+            back_after_the_failure(dir.path(), &[point, &[news.as_str()][..]].concat())
         };
         let (with, without) = (back(true), back(false));
         assert!(with <= 10, "{point:?}: {with} s with the rule");
@@ -2176,17 +2179,15 @@ fn celerity_quick_start_after_a_failure_ends_on_the_plain_queue() {
     let dir = tempfile::tempdir().unwrap();
     let back = |scaled: bool| {
         let scale = format!("conference.scale_in_windows={scaled}");
-        let s = scenario_with_sets(
+        back_after_the_failure(
             dir.path(),
-            "celerity/dumbbell.toml",
             &[
                 "conference.landing_gain=2.1",
                 "conference.damping_ms=1400",
                 "conference.delta_kbps=10.1",
                 &scale,
             ],
-        );
-        slowest(|p| back_within(&s, p, 700..=760, 0.9 * 240.0, 0)) - 700
+        )
     };
     let (plain, scaled) = (back(false), back(true));
     assert!(plain <= 15, "{plain} s without the scale in the windows");
