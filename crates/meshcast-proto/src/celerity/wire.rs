@@ -104,14 +104,16 @@ pub enum Control {
         echo_ts_us: u32,
         /// How long the tail held it before this message, µs.
         hold_us: u32,
-        /// `(session, rate bits/s)`.
+        /// `(session, rate bits/s)`. Rates travel as [`rate_to_wire`]'s
+        /// codes, so parsed ones are rounded to them.
         rates: Vec<(u8, u32)>,
     },
     /// Head → source: the session's rates on the head's outgoing links.
     LinkState {
         /// The session.
         session: u8,
-        /// `(tail member, rate bits/s, one-way delay in 100 µs)`.
+        /// `(tail member, rate bits/s, one-way delay in 100 µs)`; rates as
+        /// in [`Control::RateUpdate`].
         links: Vec<(u8, u32, u16)>,
     },
     /// Source → members: the session's `U′` and critical cut, for when no
@@ -199,6 +201,48 @@ const TLV_RELAY: u8 = 7;
 const TLV_LOSS: u8 = 8;
 const TLV_SERIAL: u8 = 9;
 const TLV_SERIALS: u8 = 10;
+
+/// The most `(session, rate)` pairs one rate update carries (its TLV body
+/// holds at most 255 bytes); more are left out.
+const MAX_RATES: usize = (255 - 8) / 3;
+/// The most links one link state carries; more are left out.
+const MAX_STATE_LINKS: usize = (255 - 1) / 5;
+
+/// A rate in bit/s as it travels in rate updates and link states: an
+/// unsigned 16-bit float with a 5-bit exponent and an 11-bit fraction.
+/// Below 2048 bit/s the code is the rate itself; from there on the top
+/// twelve significant bits are kept, rounded to the nearest (at most
+/// 0.025% off, 1/40 of the 1% by which a rate must move before it is
+/// sent again). Every rate a `u32` holds has a code; the largest codes
+/// decode past `u32::MAX` and saturate there.
+///
+/// Four bytes of bit/s each (until the fifth session of 2026-11-29) made
+/// rate updates and link states most of the control bytes of conferences
+/// of eight members: 5% of all bytes sent behind uploads of 0.5–2 Mbit/s
+/// (docs/celerity.md, "Compact rates in control").
+pub fn rate_to_wire(bps: u32) -> u16 {
+    if bps < 2048 {
+        return bps as u16;
+    }
+    // Keep the top twelve bits, rounded to the nearest.
+    let mut shift = 20 - bps.leading_zeros();
+    let mut top = ((u64::from(bps) + (1u64 << shift >> 1)) >> shift) as u32;
+    if top == 4096 {
+        top = 2048;
+        shift += 1;
+    }
+    (((shift + 1) << 11) | (top - 2048)) as u16
+}
+
+/// The rate in bit/s a [`rate_to_wire`] code stands for (saturating at
+/// `u32::MAX`).
+pub fn rate_from_wire(code: u16) -> u32 {
+    let (e, m) = (u32::from(code >> 11), u64::from(code & 0x7FF));
+    if e == 0 {
+        return m as u32;
+    }
+    ((2048 + m) << (e - 1)).min(u64::from(u32::MAX)) as u32
+}
 
 /// The unit of [`Control::Serialisation`]: 10 ns per byte (a 600 kbit/s
 /// hop is 1333 units; 65535 units is a path of 12.2 kbit/s).
@@ -385,11 +429,11 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
         let body = &buf[2..2 + len];
         match kind {
             TLV_RATE => {
-                if len < 8 || (len - 8) % 5 != 0 {
+                if len < 8 || (len - 8) % 3 != 0 {
                     return Err(CelerityWireError::Invalid("rate update length"));
                 }
-                let rates = (0..(len - 8) / 5)
-                    .map(|i| (body[8 + 5 * i], be_u32(body, 9 + 5 * i)))
+                let rates = (0..(len - 8) / 3)
+                    .map(|i| (body[8 + 3 * i], rate_from_wire(be_u16(body, 9 + 3 * i))))
                     .collect();
                 out.push(Control::RateUpdate {
                     echo_ts_us: be_u32(body, 0),
@@ -398,13 +442,17 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                 });
             }
             TLV_STATE => {
-                if len < 1 || (len - 1) % 7 != 0 {
+                if len < 1 || (len - 1) % 5 != 0 {
                     return Err(CelerityWireError::Invalid("link state length"));
                 }
-                let links = (0..(len - 1) / 7)
+                let links = (0..(len - 1) / 5)
                     .map(|i| {
-                        let o = 1 + 7 * i;
-                        (body[o], be_u32(body, o + 1), be_u16(body, o + 5))
+                        let o = 1 + 5 * i;
+                        (
+                            body[o],
+                            rate_from_wire(be_u16(body, o + 1)),
+                            be_u16(body, o + 3),
+                        )
                     })
                     .collect();
                 out.push(Control::LinkState {
@@ -491,24 +539,24 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
             hold_us,
             rates,
         } => {
-            let rates = &rates[..rates.len().min(49)];
+            let rates = &rates[..rates.len().min(MAX_RATES)];
             out.push(TLV_RATE);
-            out.push((8 + 5 * rates.len()) as u8);
+            out.push((8 + 3 * rates.len()) as u8);
             out.extend_from_slice(&echo_ts_us.to_be_bytes());
             out.extend_from_slice(&hold_us.to_be_bytes());
             for &(s, r) in rates {
                 out.push(s);
-                out.extend_from_slice(&r.to_be_bytes());
+                out.extend_from_slice(&rate_to_wire(r).to_be_bytes());
             }
         }
         Control::LinkState { session, links } => {
-            let links = &links[..links.len().min(36)];
+            let links = &links[..links.len().min(MAX_STATE_LINKS)];
             out.push(TLV_STATE);
-            out.push((1 + 7 * links.len()) as u8);
+            out.push((1 + 5 * links.len()) as u8);
             out.push(*session);
             for &(to, r, d) in links {
                 out.push(to);
-                out.extend_from_slice(&r.to_be_bytes());
+                out.extend_from_slice(&rate_to_wire(r).to_be_bytes());
                 out.extend_from_slice(&d.to_be_bytes());
             }
         }
@@ -901,6 +949,54 @@ mod tests {
     }
 
     #[test]
+    fn rates_travel_as_sixteen_bit_floats() {
+        // Exact below 2048 bit/s and at every representable value.
+        for bps in [0, 1, 7, 2047, 2048, 4095, 240_000, 1 << 20, 3 << 29] {
+            assert_eq!(rate_from_wire(rate_to_wire(bps)), bps, "{bps}");
+        }
+        // Within a half step (1/4096) elsewhere, monotonic, and every code
+        // round-trips.
+        let mut last = 0;
+        for i in 0..200_000u64 {
+            let bps = ((i * i * 107_374) % (u64::from(u32::MAX) + 1)) as u32;
+            let back = rate_from_wire(rate_to_wire(bps));
+            let err = (f64::from(back) - f64::from(bps)).abs();
+            assert!(err <= f64::from(bps) / 4096.0 + 0.5, "{bps} -> {back}");
+        }
+        for code in 0..=u16::MAX {
+            let v = rate_from_wire(code);
+            assert!(v >= last, "code {code}");
+            last = v;
+            if v < u32::MAX {
+                assert_eq!(rate_to_wire(v), code);
+            }
+        }
+        // The largest rates saturate.
+        assert_eq!(rate_from_wire(rate_to_wire(u32::MAX)), u32::MAX);
+        // A rate update of seven sessions: 8 bytes of echo and hold plus 3
+        // a session, and its TLV header.
+        let mut out = Vec::new();
+        let rates = (0..7).map(|m| (m, 123_456_789)).collect();
+        emit_control(
+            &Control::RateUpdate {
+                echo_ts_us: 1,
+                hold_us: 2,
+                rates,
+            },
+            &mut out,
+        );
+        assert_eq!(out.len(), 2 + 8 + 3 * 7);
+        let Control::RateUpdate { rates, .. } = &parse_control(&out).unwrap()[0] else {
+            panic!("not a rate update");
+        };
+        let r = rates[0].1;
+        assert!(
+            (f64::from(r) / 123_456_789.0 - 1.0).abs() < 1.0 / 8192.0,
+            "{r}"
+        );
+    }
+
+    #[test]
     fn control_round_trip() {
         let link = LinkHeader {
             hop_seq: 1,
@@ -980,7 +1076,7 @@ mod tests {
         // Too much to relay: whole messages that fit are kept.
         let big = Control::LinkState {
             session: 0,
-            links: (0..15).map(|i| (i, 1, 1)).collect(),
+            links: (0..20).map(|i| (i, 1, 1)).collect(),
         };
         let mut out = Vec::new();
         emit_control(
@@ -1042,10 +1138,10 @@ mod tests {
         for c in [state(0), rate.clone(), state(1), Control::Hello] {
             emit_control(&c, &mut pending);
         }
-        // 17 + 25 + 17 + 2 bytes: the first link state and the rate
-        // update take 42 of 45, the second link state does not fit, the
+        // 13 + 19 + 13 + 2 bytes: the first link state and the rate
+        // update take 32 of 34, the second link state does not fit, the
         // hello does.
-        let taken = take_fitting(&mut pending, 45);
+        let taken = take_fitting(&mut pending, 34);
         assert_eq!(
             parse_control(&taken).unwrap(),
             vec![state(0), rate, Control::Hello]
@@ -1054,7 +1150,7 @@ mod tests {
         // All of it when it fits; nothing when nothing does.
         assert_eq!(take_fitting(&mut pending, 10), Vec::<u8>::new());
         assert_eq!(parse_control(&pending).unwrap(), vec![state(1)]);
-        let all = take_fitting(&mut pending, 17);
+        let all = take_fitting(&mut pending, 13);
         assert_eq!(parse_control(&all).unwrap(), vec![state(1)]);
         assert!(pending.is_empty());
     }
