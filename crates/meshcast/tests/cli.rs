@@ -2120,17 +2120,10 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
     // robustness.py's `joins` family: step × β, the climb's step at 4/3 of
     // the step.
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for (step, settled) in [
-        ("0.0148", "0.0197333"),
-        ("0.015", "0.02"),
-        ("0.0152", "0.0202667"),
-    ] {
+    for step in ["0.0148", "0.015", "0.0152"] {
         for beta in ["17.9", "18", "18.1"] {
-            let at = [
-                format!("conference.step={step}"),
-                format!("conference.beta={beta}"),
-                format!("conference.settled_step={settled}"),
-            ];
+            let [step, settled] = step_with_climb(step);
+            let at = [step, format!("conference.beta={beta}"), settled];
             let at: Vec<&str> = at.iter().map(String::as_str).collect();
             let s = peer_dynamics(dir.path(), &at);
             with.push(slowest(|p| back(&s, p)));
@@ -2147,6 +2140,20 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
     without.sort_unstable();
     assert!(with[4] <= 15, "with the rules: {with:?}");
     assert!(without[4] > 15, "without both: {without:?}");
+}
+
+/// A step point of robustness.py's `step-beta` and `joins` families:
+/// `conference.step` and the climb's step `conference.settled_step` in the
+/// defaults' ratio, rounded to six significant digits as the script writes
+/// it (`with_climb`), so that the runs are the script's to the bit.
+fn step_with_climb(step: &str) -> [String; 2] {
+    let d = meshcast_proto::celerity::CelerityParams::default();
+    let settled = step.parse::<f64>().unwrap() * (d.settled_step / d.step);
+    let decimals = (5 - settled.log10().floor() as i32).max(0) as usize;
+    [
+        format!("conference.step={step}"),
+        format!("conference.settled_step={settled:.decimals$}"),
+    ]
 }
 
 /// Seconds from the dumbbell's A–E failure at 700 s until every session is
@@ -2229,15 +2236,16 @@ fn celerity_sessions_come_back_soon_after_a_link_fails_elsewhere() {
 #[test]
 fn celerity_quick_start_after_a_failure_ends_on_the_plain_queue() {
     let dir = tempfile::tempdir().unwrap();
+    let [step, settled] = step_with_climb("0.0148");
     let back = |scaled: bool| {
         let scale = format!("conference.scale_in_windows={scaled}");
         back_after_the_failure(
             dir.path(),
             &[
                 "conference.balance=0.0305",
-                "conference.step=0.0148",
+                &step,
                 "conference.beta=18",
-                "conference.settled_step=0.0197333",
+                &settled,
                 &scale,
             ],
         )
@@ -2332,20 +2340,18 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
         ),
     ];
     let mut totals = [0usize; 3];
-    let steps = [
-        ("0.0146", "0.0194667"),
-        ("0.0148", "0.0197333"),
-        ("0.015", "0.02"),
-        ("0.0152", "0.0202667"),
-        ("0.0154", "0.0205333"),
-    ];
-    for (step, settled) in steps {
+    // As robustness.py writes the points (`%.6g`).
+    assert_eq!(
+        step_with_climb("0.0146"),
+        [
+            "conference.step=0.0146",
+            "conference.settled_step=0.0194667"
+        ]
+    );
+    for step in ["0.0146", "0.0148", "0.015", "0.0152", "0.0154"] {
         for beta in ["17.9", "18", "18.1"] {
-            let at = [
-                format!("conference.step={step}"),
-                format!("conference.beta={beta}"),
-                format!("conference.settled_step={settled}"),
-            ];
+            let [step, settled] = step_with_climb(step);
+            let at = [step, format!("conference.beta={beta}"), settled];
             for ((_, off), total) in variants.iter().zip(&mut totals) {
                 let mut sets: Vec<&str> = at.iter().map(String::as_str).collect();
                 sets.extend(off);
