@@ -2120,21 +2120,17 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
     // robustness.py's `joins` family: step × β, the climb's step at 4/3 of
     // the step.
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for step in ["0.0148", "0.015", "0.0152"] {
-        for beta in ["17.9", "18", "18.1"] {
-            let [step, settled] = step_with_climb(step);
-            let at = [step, format!("conference.beta={beta}"), settled];
-            let at: Vec<&str> = at.iter().map(String::as_str).collect();
-            let s = peer_dynamics(dir.path(), &at);
-            with.push(slowest(|p| back(&s, p)));
-            let off = [
-                "conference.resume=0",
-                "conference.fresh_exit=false",
-                "conference.scale_in_windows=true",
-            ];
-            let off = peer_dynamics(dir.path(), &[&at[..], &off[..]].concat());
-            without.push(slowest(|p| back(&off, p)));
-        }
+    for point in step_beta_points(&["0.0148", "0.015", "0.0152"]) {
+        let at = sets_of(&point);
+        let s = peer_dynamics(dir.path(), &at);
+        with.push(slowest(|p| back(&s, p)));
+        let off = [
+            "conference.resume=0",
+            "conference.fresh_exit=false",
+            "conference.scale_in_windows=true",
+        ];
+        let off = peer_dynamics(dir.path(), &[&at[..], &off[..]].concat());
+        without.push(slowest(|p| back(&off, p)));
     }
     with.sort_unstable();
     without.sort_unstable();
@@ -2142,18 +2138,50 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
     assert!(without[4] > 15, "without both: {without:?}");
 }
 
-/// A step point of robustness.py's `step-beta` and `joins` families:
-/// `conference.step` and the climb's step `conference.settled_step` in the
-/// defaults' ratio, rounded to six significant digits as the script writes
-/// it (`with_climb`), so that the runs are the script's to the bit.
-fn step_with_climb(step: &str) -> [String; 2] {
+/// A point of robustness.py's `step-beta` and `joins` families, as the
+/// script writes it: `conference.step`, `conference.beta` and the climb's
+/// step `conference.settled_step` in the defaults' ratio, rounded to six
+/// significant digits (`with_climb`), so that the runs are the script's to
+/// the bit.
+fn step_beta_point(step: &str, beta: &str) -> Vec<String> {
     let d = meshcast_proto::celerity::CelerityParams::default();
     let settled = step.parse::<f64>().unwrap() * (d.settled_step / d.step);
     let decimals = (5 - settled.log10().floor() as i32).max(0) as usize;
-    [
+    vec![
         format!("conference.step={step}"),
+        format!("conference.beta={beta}"),
         format!("conference.settled_step={settled:.decimals$}"),
     ]
+}
+
+/// robustness.py's step × β points over `steps` (β 17.9, 18 and 18.1 at
+/// each), in the script's order.
+fn step_beta_points(steps: &[&str]) -> Vec<Vec<String>> {
+    steps
+        .iter()
+        .flat_map(|step| ["17.9", "18", "18.1"].map(|beta| step_beta_point(step, beta)))
+        .collect()
+}
+
+/// robustness.py's `damping-delta` family: `damping_ms` 1400–1600 × δ 9.9,
+/// 10 and 10.1, in the script's order.
+fn damping_delta_points() -> Vec<Vec<String>> {
+    ["1400", "1450", "1500", "1550", "1600"]
+        .iter()
+        .flat_map(|damping| {
+            ["9.9", "10", "10.1"].map(|delta| {
+                vec![
+                    format!("conference.damping_ms={damping}"),
+                    format!("conference.delta_kbps={delta}"),
+                ]
+            })
+        })
+        .collect()
+}
+
+/// A point's settings as `--set` arguments.
+fn sets_of(point: &[String]) -> Vec<&str> {
+    point.iter().map(String::as_str).collect()
 }
 
 /// Seconds from the dumbbell's A–E failure at 700 s until every session is
@@ -2195,16 +2223,9 @@ fn celerity_sessions_come_back_soon_after_a_link_fails_elsewhere() {
     let at_default = back(&[], true);
     assert!(at_default <= 10, "{at_default} s with the rule");
     let (mut with, mut without) = (Vec::new(), Vec::new());
-    for damping in ["1400", "1450", "1500", "1550", "1600"] {
-        for delta in ["9.9", "10", "10.1"] {
-            let at = [
-                format!("conference.damping_ms={damping}"),
-                format!("conference.delta_kbps={delta}"),
-            ];
-            let at: Vec<&str> = at.iter().map(String::as_str).collect();
-            with.push(back(&at, true));
-            without.push(back(&at, false));
-        }
+    for point in damping_delta_points() {
+        with.push(back(&sets_of(&point), true));
+        without.push(back(&sets_of(&point), false));
     }
     let past = |v: &[usize]| v.iter().filter(|&&t| t > 15).count();
     let total = |v: &[usize]| v.iter().sum::<usize>() as f64;
@@ -2236,19 +2257,15 @@ fn celerity_sessions_come_back_soon_after_a_link_fails_elsewhere() {
 #[test]
 fn celerity_quick_start_after_a_failure_ends_on_the_plain_queue() {
     let dir = tempfile::tempdir().unwrap();
-    let [step, settled] = step_with_climb("0.0148");
+    let point = step_beta_point("0.0148", "18");
     let back = |scaled: bool| {
         let scale = format!("conference.scale_in_windows={scaled}");
-        back_after_the_failure(
-            dir.path(),
-            &[
-                "conference.balance=0.0305",
-                &step,
-                "conference.beta=18",
-                &settled,
-                &scale,
-            ],
-        )
+        let sets = [
+            &["conference.balance=0.0305"][..],
+            &sets_of(&point),
+            &[scale.as_str()],
+        ];
+        back_after_the_failure(dir.path(), &sets.concat())
     };
     let (plain, scaled) = (back(false), back(true));
     assert!(plain <= 15, "{plain} s without the scale in the windows");
@@ -2342,25 +2359,23 @@ fn celerity_dumbbell_reaches_95_percent_within_20_seconds() {
     let mut totals = [0usize; 3];
     // As robustness.py writes the points (`%.6g`).
     assert_eq!(
-        step_with_climb("0.0146"),
+        step_beta_point("0.0146", "17.9"),
         [
             "conference.step=0.0146",
+            "conference.beta=17.9",
             "conference.settled_step=0.0194667"
         ]
     );
-    for step in ["0.0146", "0.0148", "0.015", "0.0152", "0.0154"] {
-        for beta in ["17.9", "18", "18.1"] {
-            let [step, settled] = step_with_climb(step);
-            let at = [step, format!("conference.beta={beta}"), settled];
-            for ((_, off), total) in variants.iter().zip(&mut totals) {
-                let mut sets: Vec<&str> = at.iter().map(String::as_str).collect();
-                sets.extend(off);
-                let s = scenario_with_sets(dir.path(), "celerity/dumbbell.toml", &sets);
-                *total += ["A", "B", "C", "D"]
-                    .iter()
-                    .map(|p| dips(&s, p).len())
-                    .sum::<usize>();
-            }
+    let steps = ["0.0146", "0.0148", "0.015", "0.0152", "0.0154"];
+    for point in step_beta_points(&steps) {
+        for ((_, off), total) in variants.iter().zip(&mut totals) {
+            let mut sets = sets_of(&point);
+            sets.extend(off);
+            let s = scenario_with_sets(dir.path(), "celerity/dumbbell.toml", &sets);
+            *total += ["A", "B", "C", "D"]
+                .iter()
+                .map(|p| dips(&s, p).len())
+                .sum::<usize>();
         }
     }
     for ((name, _), &total) in variants.iter().zip(&totals).skip(1) {
