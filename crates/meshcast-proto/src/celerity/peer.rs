@@ -701,8 +701,11 @@ pub struct CelerityParams {
     /// at 90% for ten seconds in a row after the failure within 8 s at the
     /// median (9 without the rule) and 20 s at worst, one point past 15 s,
     /// against 34 s and 29 points without it (docs/celerity.md, "News of a
-    /// link elsewhere"); 14 s at worst and none past 15 s since the price
+    /// link elsewhere"); 14 s at worst and none past 15 s once the price
     /// scale left the windows ([`scale_in_windows`](Self::scale_in_windows)).
+    /// Since rates travel in 16 bits (fifth session of 2026-11-29): 20 s at
+    /// worst and two points past 15 s with the rule, 35 s and 51 without it
+    /// (docs/celerity.md, "Compact rates in control").
     /// A member that leaves says so and is gone from every peer at once; one
     /// that falls silent drops out of the masks about when this peer stops
     /// hearing it too (a window opened a moment early, before its own
@@ -729,7 +732,11 @@ pub struct CelerityParams {
     /// 90% after the failure within 14 s at worst, none past 15 s (20 s and
     /// one with the scale); joins past 15 s over the three join families
     /// fall from 7 of 210 points to 4 (docs/celerity.md, "No price scale in
-    /// the windows").
+    /// the windows"). Since rates travel in 16 bits (fifth session of
+    /// 2026-11-29) that gain is gone: two points past 15 s after the failure
+    /// without the scale, one with it, and joins past 15 s 5 of 210 without
+    /// it, 1 with it. Over both wire forms the rule is even; it stays the
+    /// default on its traced mechanism (docs/celerity.md, "Compact rates in control").
     pub scale_in_windows: bool,
 }
 

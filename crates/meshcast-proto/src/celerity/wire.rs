@@ -956,13 +956,13 @@ mod tests {
         }
         // Within a half step (1/4096) elsewhere, monotonic, and every code
         // round-trips.
-        let mut last = 0;
         for i in 0..200_000u64 {
             let bps = ((i * i * 107_374) % (u64::from(u32::MAX) + 1)) as u32;
             let back = rate_from_wire(rate_to_wire(bps));
             let err = (f64::from(back) - f64::from(bps)).abs();
             assert!(err <= f64::from(bps) / 4096.0 + 0.5, "{bps} -> {back}");
         }
+        let mut last = 0;
         for code in 0..=u16::MAX {
             let v = rate_from_wire(code);
             assert!(v >= last, "code {code}");
