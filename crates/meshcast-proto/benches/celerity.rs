@@ -47,6 +47,7 @@ fn data_packet(n: usize) -> Vec<u8> {
             children: all & !0b11,
         }],
         padding: false,
+        burst_wait_us: 0,
     };
     let mut control = Vec::new();
     let rates = (0..n as u8).map(|m| (m, 230_000)).collect();

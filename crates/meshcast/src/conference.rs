@@ -128,6 +128,7 @@ pub(crate) struct RawConference {
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
+    burst_wait: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
@@ -352,6 +353,9 @@ pub(crate) fn check(
     }
     if let Some(w) = raw.scale_in_windows {
         params.scale_in_windows = w;
+    }
+    if let Some(w) = raw.burst_wait {
+        params.burst_wait = w;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

@@ -1199,6 +1199,7 @@ fn receive_data(peer: &mut CelerityPeer, now: Time, seq: usize, session: u8, ms_
         recv_side: 0b110,
         entries: vec![],
         padding: false,
+        burst_wait_us: 0,
     };
     let link = LinkHeader {
         hop_seq: seq as u16,
@@ -1535,6 +1536,22 @@ fn four_peers_on_an_ideal_network_deliver_everything() {
 /// (the whole 49 would make a 1476-byte datagram). With rates as `u32`
 /// (until the fifth session of 2026-11-29) a rate update of three sessions
 /// took 25 bytes and a link state of two links 17.
+/// Session 0's first media packet in a conference of four, its cut
+/// around every member, before the head adds its entries.
+fn first_packet_of_session_0() -> DataHeader {
+    DataHeader {
+        session: 0,
+        media_seq: 1,
+        origin_ts_us: 0,
+        uprime: 0.1,
+        relay_side: 0b1111,
+        recv_side: 0b1111,
+        entries: Vec::new(),
+        padding: false,
+        burst_wait_us: 0,
+    }
+}
+
 #[test]
 fn control_rides_along_only_within_one_datagram() {
     let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
@@ -1558,16 +1575,7 @@ fn control_rides_along_only_within_one_datagram() {
     }
     assert_eq!(p.outgoing[1].pending.len(), 49);
     p.outgoing[1].pending_deadline = Some(now + Duration::from_millis(40));
-    let header = DataHeader {
-        session: 0,
-        media_seq: 1,
-        origin_ts_us: 0,
-        uprime: 0.1,
-        relay_side: 0b1111,
-        recv_side: 0b1111,
-        entries: Vec::new(),
-        padding: false,
-    };
+    let header = first_packet_of_session_0();
     let entries = vec![TreeEntry {
         member: 1,
         children: 0b1100,
@@ -1583,6 +1591,94 @@ fn control_rides_along_only_within_one_datagram() {
     wire::emit_control(&reach, &mut waiting);
     assert_eq!(p.outgoing[1].pending, waiting);
     assert!(p.outgoing[1].pending_deadline.is_some());
+}
+
+/// The burst's wait (`CelerityParams::burst_wait`): a head sending one
+/// packet to three children in one instant tells each copy how long it
+/// waits behind the copies before it, by the fastest path per byte its
+/// tails report (1 Mbit/s here, of 2, 1 and 1.25), IP and UDP headers
+/// counted; the first copy of a later instant waits for nothing. With the
+/// rule off, or on the Simulcast and Mutualcast baselines' trees, no copy
+/// carries a wait.
+#[test]
+fn a_head_tells_each_copy_its_wait_behind_the_burst() {
+    let waits = |model: Model, on: bool| {
+        let mut c = cfg(4, 0);
+        c.model = model;
+        c.params.burst_wait = on;
+        let mut p = CelerityPeer::new(c).unwrap();
+        for (v, per_byte) in [(1, 16e-6), (2, 8e-6), (3, 10e-6)] {
+            p.present[v] = true;
+            p.outgoing[v].rates[0] = 1000.0;
+            p.outgoing[v].per_byte = Some(per_byte);
+        }
+        let header = first_packet_of_session_0();
+        let mut sent = Vec::new();
+        for now in [Time::from_secs(1), Time::from_secs(2)] {
+            for v in 1..4 {
+                p.direct[v] = Some(now);
+                p.outgoing[v].bucket[0] = (1e6, now);
+                p.send_data(now, v, &header, Vec::new(), &[7u8; 400]);
+                let t = p.poll_transmit(now).expect("a copy");
+                let Ok(Packet::Data { header: h, .. }) = wire::parse(&t.payload) else {
+                    panic!("not data")
+                };
+                sent.push((t.payload.len(), h.burst_wait_us));
+            }
+        }
+        sent
+    };
+    let on = waits(Model::Deep, true);
+    let wire_us = |bytes: usize| {
+        let us = (bytes + IP_UDP_OVERHEAD as usize) as f64 * 8e-6 * 1e6;
+        u32::from(wire::burst_wait_to_wire(us.round() as u32)) * wire::BURST_WAIT_UNIT_US
+    };
+    for burst in on.chunks(3) {
+        assert_eq!(burst[0].1, 0);
+        assert_eq!(burst[1].1, wire_us(burst[0].0));
+        assert_eq!(burst[2].1, wire_us(burst[0].0 + burst[1].0 + 28));
+    }
+    // 424 and 425 bytes (one for the wait) and 28 each at 1 Mbit/s.
+    assert_eq!((on[1].1, on[2].1), (3_500, 7_000), "{on:?}");
+    assert_eq!(waits(Model::TwoHop, true), on);
+    for (model, on) in [
+        (Model::Deep, false),
+        (Model::Star, true),
+        (Model::Mutualcast, true),
+    ] {
+        assert!(waits(model, on).iter().all(|&(_, w)| w == 0), "{model:?}");
+    }
+}
+
+/// A tail takes a data packet's burst wait off its queue sample, never
+/// below zero, and keeps learning its base from the packet's real timing:
+/// a copy that waited 8 ms behind its burst and arrived 10 ms over the
+/// base is 2 ms of queue, one that arrived 5 ms over is none, and a copy
+/// that came 3 ms under the base with a wait lowers the base as any copy
+/// would.
+#[test]
+fn the_tail_takes_the_burst_wait_off_its_queue_sample() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    p.present = vec![true; 3];
+    let mut seq = 0u16;
+    let sent = Time::from_secs(10);
+    let mut hear = |p: &mut CelerityPeer, delay_ms: f64, wait_ms: f64| {
+        let link = LinkHeader {
+            hop_seq: seq,
+            hop_ts_us: micros(sent),
+        };
+        seq += 1;
+        let arrival = sent + Duration::from_secs_f64(delay_ms / 1e3);
+        p.measure(1, arrival, link, Some(1400), wait_ms / 1e3);
+        let q = p.incoming[1].qsamples.pop().unwrap();
+        (q * 1e3 * 1e3).round() / 1e3
+    };
+    assert_eq!(hear(&mut p, 20.0, 0.0), 0.0);
+    assert_eq!(hear(&mut p, 30.0, 8.0), 2.0);
+    assert_eq!(hear(&mut p, 25.0, 8.0), 0.0);
+    assert_eq!(hear(&mut p, 17.0, 8.0), 0.0);
+    // The base is now 17 ms: a copy at 27 ms without a wait is 10 ms.
+    assert_eq!(hear(&mut p, 27.0, 0.0), 10.0);
 }
 
 /// A peer reports every data packet it drops, with the session, when its
@@ -1613,6 +1709,7 @@ fn dropped_packets_are_reported_with_their_cause() {
             children,
         }],
         padding: false,
+        burst_wait_us: 0,
     };
     let drops = |p: &mut CelerityPeer| {
         std::iter::from_fn(|| p.poll_event())
@@ -1664,6 +1761,7 @@ fn head_of_session_2(c: CelerityConfig, rate: f64) -> (CelerityPeer, DataHeader)
         recv_side: 0b111,
         entries: Vec::new(),
         padding: false,
+        burst_wait_us: 0,
     };
     (p, header)
 }
@@ -2128,7 +2226,7 @@ fn tail_hears(p: &mut CelerityPeer, seq: &mut u16, sent: Time, delay_ms: f64, da
     *seq = seq.wrapping_add(1);
     let serialisation = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
     let delay = Duration::from_secs_f64((delay_ms + serialisation) / 1e3);
-    p.measure(1, sent + delay, link, data);
+    p.measure(1, sent + delay, link, data, 0.0);
 }
 
 /// A tail's data base is the window's (docs/celerity.md, "The data base
@@ -2497,6 +2595,7 @@ fn the_packet_size_counts_the_copies_sent_before() {
             children: 0b1100,
         }],
         padding: false,
+        burst_wait_us: 0,
     };
     r.on_data(now, header, &[0u8; 1400]);
     let to: Vec<Addr> = std::iter::from_fn(|| r.poll_transmit(now))
