@@ -129,6 +129,7 @@ pub(crate) struct RawConference {
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
     burst_wait: Option<bool>,
+    floor_rivals: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
@@ -356,6 +357,9 @@ pub(crate) fn check(
     }
     if let Some(w) = raw.burst_wait {
         params.burst_wait = w;
+    }
+    if let Some(r) = raw.floor_rivals {
+        params.floor_rivals = r;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

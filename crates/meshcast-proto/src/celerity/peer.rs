@@ -319,7 +319,9 @@ pub struct CelerityParams {
     /// `floor_order`): gaining it alike, their split was left to chance,
     /// and on underlay 54 two fast sessions behind one router settled at
     /// 0.79 and 1.13 of their optimum (0.93 and 0.98 in order;
-    /// docs/celerity.md, "The floor's order"). On the dumbbell's scenarios
+    /// docs/celerity.md, "The floor's order"); with
+    /// [`floor_rivals`](Self::floor_rivals) a session under the floor is
+    /// ordered against its rivals above it too. On the dumbbell's scenarios
     /// the floor stays under every session's `U′` (they are
     /// byte-identical); Simulcast and Mutualcast are left as they were
     /// everywhere.
@@ -768,6 +770,29 @@ pub struct CelerityParams {
     /// byte up to twice, and the worst session loses 0.02 over nine
     /// neighbouring points (docs/celerity.md, "The burst's wait").
     pub burst_wait: bool,
+    /// Whether the floor's order (see `floor_order` and
+    /// [`gain_floor`](Self::gain_floor)) also reaches the rivals of the
+    /// sessions under the floor: the sessions above it whose cut crosses
+    /// the link as often, at least [`RIVAL_SHARE`] of the largest cut share
+    /// among those under it. Default `true`.
+    ///
+    /// A session under the floor gains the floor over its cut share, which
+    /// does not fall as its rate rises; a rival above the floor gains its
+    /// own `U′`, which does. Two like sessions behind one router (equal
+    /// optima) whose `U′` straddled the floor therefore settled where the
+    /// rival's `U′` met the floor's gain, the one under it taking the rest:
+    /// underlay 73 1.25 / 0.65 of their optimum, `long-1` 1.27 / 0.59
+    /// (P3 and P4; docs/celerity.md, "The floor's rivals"). Ordered with
+    /// its rivals, a session under the floor gains the floor times its own
+    /// `U′` over their mean `U′`: the faster of them gains less, as rule
+    /// (10) has it, and at equal `U′` the gain is the floor's as before.
+    /// Sessions whose cut crosses the link much less often than the floored
+    /// one's (less than [`RIVAL_SHARE`] of its share) are bottlenecked
+    /// elsewhere as much and do not count: with every session of the cut
+    /// counted, `internet.toml`'s lone fast Toronto session lost the floor's
+    /// push to Hong Kong's and Redmond's sessions that cross its links in
+    /// half the intervals (0.900 → 0.874 over nine points).
+    pub floor_rivals: bool,
 }
 
 /// See [`CelerityParams::rebound`]: a session's rate on a link that falls
@@ -861,6 +886,14 @@ pub const CUT_SHARE_GAIN: f64 = 0.1;
 /// (underlay 65, `random-lone.toml`, 0.845 → 0.814; 73 0.808 → 0.828) and
 /// changed none of the sets' counts, so it was not done.
 pub const FLOOR_SHARE_BUDGET: f64 = 2.0;
+
+/// See [`CelerityParams::floor_rivals`]: a session above the floor joins
+/// the floor's order on a link when its cut share there is at least this
+/// fraction of the largest among the sessions under the floor. Underlay
+/// 73's like pair cross their links at shares within 0.79 of each other
+/// (0.38–0.72), `internet.toml`'s Toronto session crosses the downloads it
+/// shares 0.97 of the time and the others 0.46–0.57 (0.47–0.59 of it).
+pub const RIVAL_SHARE: f64 = 0.7;
 
 /// See [`CelerityParams::spare`]: a link lends spare rate only if its
 /// fixed one-way delay (propagation plus a data packet's serialisation) is
@@ -1033,6 +1066,7 @@ impl Default for CelerityParams {
             reach_news: true,
             scale_in_windows: false,
             burst_wait: true,
+            floor_rivals: true,
         }
     }
 }
@@ -1205,23 +1239,35 @@ fn moved(now: f64, before: f64) -> bool {
 /// floor's, so the motion against the price is as before, and the slower
 /// of them (the larger `U′`) gains the more, as rule (10) has it above the
 /// floor.
-fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool]) {
-    let (sum, count) = floored
-        .iter()
-        .zip(uprime)
-        .filter(|&(&f, _)| f)
-        .fold((0.0, 0u32), |(s, n), (_, &u)| (s + u, n + 1));
-    if count < 2 || sum <= 0.0 {
+///
+/// With `rivals` (the cut shares of the link's sessions, see
+/// [`CelerityParams::floor_rivals`]) the mean also takes in the known
+/// sessions above the floor whose cut crosses the link (a gain in
+/// `terms`, a `U′` in `uprime`) at least [`RIVAL_SHARE`] of the largest
+/// floored share; only the floored sessions' gains are scaled, and a
+/// single floored session is ordered against its rivals.
+fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool], rivals: Option<&[f64]>) {
+    let top_share = rivals.map_or(0.0, |share| {
+        (0..floored.len())
+            .filter(|&m| floored[m])
+            .map(|m| share[m])
+            .fold(0.0, f64::max)
+    });
+    let ordered = |m: usize| {
+        floored[m]
+            || rivals.is_some_and(|share| {
+                terms[m].0 > 0.0 && uprime[m] > 0.0 && share[m] >= RIVAL_SHARE * top_share
+            })
+    };
+    let (sum, count) = (0..floored.len())
+        .filter(|&m| ordered(m))
+        .fold((0.0, 0u32), |(s, n), m| (s + uprime[m], n + 1));
+    if count < 2 || sum <= 0.0 || !floored.contains(&true) {
         return;
     }
     let mean = sum / f64::from(count);
-    for ((term, &u), _) in terms
-        .iter_mut()
-        .zip(uprime)
-        .zip(floored)
-        .filter(|&(_, &f)| f)
-    {
-        term.0 *= u / mean;
+    for m in (0..floored.len()).filter(|&m| floored[m]) {
+        terms[m].0 *= uprime[m] / mean;
     }
 }
 
@@ -2479,7 +2525,8 @@ impl CelerityPeer {
                 (if u == m { u0 } else { 0.0 }, u0)
             };
         }
-        floor_order(&mut terms, &own_uprime, &floored);
+        let rivals = self.cfg.params.floor_rivals.then_some(&inc.cut_share[..]);
+        floor_order(&mut terms, &own_uprime, &floored, rivals);
         // The price is the delay price scaled so that the queue where it
         // meets the largest U′ on this link grows only as U′^(1−e) past
         // `queue_ceiling`: with the paper's plain price a link's standing

@@ -123,7 +123,7 @@ fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
     let mut terms = [(0.03, 0.03), (0.04, 0.04), (0.03, 0.03), (0.0, 0.03)];
     let uprime = [0.018, 0.04, 0.024, 0.02];
     let floored = [true, false, true, false];
-    floor_order(&mut terms, &uprime, &floored);
+    floor_order(&mut terms, &uprime, &floored, None);
     assert!((terms[0].0 - 0.03 * 18.0 / 21.0).abs() < 1e-12, "{terms:?}");
     assert!((terms[2].0 - 0.03 * 24.0 / 21.0).abs() < 1e-12, "{terms:?}");
     assert!((terms[0].0 + terms[2].0 - 0.06).abs() < 1e-12);
@@ -132,8 +132,67 @@ fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
     assert_eq!((terms[0].1, terms[2].1), (0.03, 0.03));
     // Alone under the floor: nothing to order.
     let mut one = [(0.03, 0.03), (0.04, 0.04)];
-    floor_order(&mut one, &[0.018, 0.04], &[true, false]);
+    floor_order(&mut one, &[0.018, 0.04], &[true, false], None);
     assert_eq!(one, [(0.03, 0.03), (0.04, 0.04)]);
+}
+
+/// The floor's rivals (`CelerityParams::floor_rivals`): a session under a
+/// 30-ms floor (own `U′` 14 ms, cut share 0.76, gain 0.03 / 0.76) is
+/// ordered against a session above the floor whose cut crosses the link
+/// about as often (`U′` 30 ms, share 0.78): it gains 14/22 of its floor's
+/// gain, the rival its own `U′` as before. A session above the floor that
+/// crosses the link much less often (share 0.46, under `RIVAL_SHARE` of
+/// 0.76), one out of the cut, and one not yet known do not count. At equal
+/// `U′` the floored gain is the floor's.
+#[test]
+fn the_floor_orders_a_session_under_it_against_its_rivals() {
+    let floor_gain = 0.03 / 0.76;
+    let base = [
+        (floor_gain, 0.03),
+        (0.030, 0.030),
+        (0.034, 0.034),
+        (0.0, 0.02),
+        (0.6, 0.6),
+    ];
+    let floored = [true, false, false, false, false];
+    let share = [0.76, 0.78, 0.46, 0.0, 1.0];
+    // Session 4 has a placeholder gain but no `U′` yet (unknown).
+    let uprime = [0.014, 0.030, 0.034, 0.02, 0.0];
+    let mut terms = base;
+    floor_order(&mut terms, &uprime, &floored, Some(&share));
+    let mean = (0.014 + 0.030) / 2.0;
+    assert!(
+        (terms[0].0 - floor_gain * 0.014 / mean).abs() < 1e-12,
+        "{terms:?}"
+    );
+    assert_eq!(&terms[1..], &base[1..]);
+    assert_eq!(terms[0].1, 0.03);
+    // Without the rule, alone under the floor: nothing to order.
+    let mut alone = base;
+    floor_order(&mut alone, &uprime, &floored, None);
+    assert_eq!(alone, base);
+    // With no rival as often in the cut: nothing to order either.
+    let mut far = base;
+    floor_order(
+        &mut far,
+        &uprime,
+        &floored,
+        Some(&[0.76, 0.5, 0.46, 0.0, 1.0]),
+    );
+    assert_eq!(far, base);
+    // At equal `U′` the floor's own gain.
+    let mut even = base;
+    floor_order(
+        &mut even,
+        &[0.03, 0.03, 0.034, 0.02, 0.0],
+        &floored,
+        Some(&share),
+    );
+    assert!((even[0].0 - floor_gain).abs() < 1e-12);
+    // None under the floor: nothing at all.
+    let mut none = base;
+    floor_order(&mut none, &uprime, &[false; 5], Some(&share));
+    assert_eq!(none, base);
 }
 
 #[test]
