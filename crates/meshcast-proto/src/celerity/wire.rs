@@ -204,7 +204,8 @@ const FLAG_PADDING: u8 = 0x40;
 const FLAG_WAIT: u8 = 0x80;
 
 /// The unit a data packet's burst wait travels in, µs: one byte reaches
-/// 127.5 ms, the wait behind seven 1400-byte copies at 600 kbit/s, and
+/// 127.5 ms, more than the last of seven children's copies of 1400 bytes
+/// waits behind the other six at 600 kbit/s (116 ms), and
 /// rounding to it is at most 0.25 ms off, a tenth of the queue one
 /// 400-byte packet makes at 1.2 Mbit/s.
 pub const BURST_WAIT_UNIT_US: u32 = 500;
