@@ -1247,6 +1247,9 @@ fn moved(now: f64, before: f64) -> bool {
 /// floored share; only the floored sessions' gains are scaled, and a
 /// single floored session is ordered against its rivals.
 fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool], rivals: Option<&[f64]>) {
+    if !floored.contains(&true) {
+        return;
+    }
     let top_share = rivals.map_or(0.0, |share| {
         (0..floored.len())
             .filter(|&m| floored[m])
@@ -1262,7 +1265,7 @@ fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool], rival
     let (sum, count) = (0..floored.len())
         .filter(|&m| ordered(m))
         .fold((0.0, 0u32), |(s, n), m| (s + uprime[m], n + 1));
-    if count < 2 || sum <= 0.0 || !floored.contains(&true) {
+    if count < 2 || sum <= 0.0 {
         return;
     }
     let mean = sum / f64::from(count);
@@ -3723,7 +3726,7 @@ impl CelerityPeer {
             repair: 0,
         });
         let wire_len = bytes.len() - ctl.len();
-        self.burst.1 += (bytes.len() + IP_UDP_OVERHEAD as usize) as f64;
+        self.add_to_burst(bytes.len());
         self.tx.push_back(Transmit {
             to: self.cfg.participants[v],
             payload: bytes,
@@ -3759,6 +3762,12 @@ impl CelerityPeer {
         }
     }
 
+    /// A data packet or repair of `bytes` (UDP payload) leaves in the
+    /// current instant's burst, which [`CelerityPeer::burst_wait`] opened.
+    fn add_to_burst(&mut self, bytes: usize) {
+        self.burst.1 += (bytes + IP_UDP_OVERHEAD as usize) as f64;
+    }
+
     /// §5.4: after data packet `hop_seq` to `v`, the repairs that are due
     /// on that link (see the `recovery` module).
     fn send_repairs(
@@ -3792,7 +3801,7 @@ impl CelerityPeer {
             let link = self.link_header(v, now);
             let bytes = wire::emit_repair_packet(link, &symbol);
             self.counters.repairs_sent += 1;
-            self.burst.1 += (bytes.len() + IP_UDP_OVERHEAD as usize) as f64;
+            self.add_to_burst(bytes.len());
             self.events.push_back(Event::BytesSent {
                 media: 0,
                 header: 0,

@@ -1722,13 +1722,7 @@ fn the_tail_takes_the_burst_wait_off_its_queue_sample() {
     let mut seq = 0u16;
     let sent = Time::from_secs(10);
     let mut hear = |p: &mut CelerityPeer, delay_ms: f64, wait_ms: f64| {
-        let link = LinkHeader {
-            hop_seq: seq,
-            hop_ts_us: micros(sent),
-        };
-        seq += 1;
-        let arrival = sent + Duration::from_secs_f64(delay_ms / 1e3);
-        p.measure(1, arrival, link, Some(1400), wait_ms / 1e3);
+        tail_hears_waiting(p, &mut seq, sent, delay_ms, Some(1400), wait_ms);
         let q = p.incoming[1].qsamples.pop().unwrap();
         (q * 1e3 * 1e3).round() / 1e3
     };
@@ -2278,6 +2272,19 @@ fn the_floor_counts_how_often_a_sessions_cut_crosses_the_link() {
 /// any queue) plus, for a data packet, 20 ms of serialisation per 1400
 /// bytes of media (a control packet's is none to speak of).
 fn tail_hears(p: &mut CelerityPeer, seq: &mut u16, sent: Time, delay_ms: f64, data: Option<usize>) {
+    tail_hears_waiting(p, seq, sent, delay_ms, data, 0.0);
+}
+
+/// [`tail_hears`] of a copy whose head says it waited `wait_ms` behind its
+/// burst (`CelerityParams::burst_wait`).
+fn tail_hears_waiting(
+    p: &mut CelerityPeer,
+    seq: &mut u16,
+    sent: Time,
+    delay_ms: f64,
+    data: Option<usize>,
+    wait_ms: f64,
+) {
     let link = LinkHeader {
         hop_seq: *seq,
         hop_ts_us: micros(sent),
@@ -2285,7 +2292,7 @@ fn tail_hears(p: &mut CelerityPeer, seq: &mut u16, sent: Time, delay_ms: f64, da
     *seq = seq.wrapping_add(1);
     let serialisation = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
     let delay = Duration::from_secs_f64((delay_ms + serialisation) / 1e3);
-    p.measure(1, sent + delay, link, data, 0.0);
+    p.measure(1, sent + delay, link, data, wait_ms / 1e3);
 }
 
 /// A tail's data base is the window's (docs/celerity.md, "The data base
