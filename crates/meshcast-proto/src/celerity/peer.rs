@@ -373,7 +373,9 @@ pub struct CelerityParams {
     /// Link-state report and tree packing interval (§5.1: 300 ms).
     pub report_interval: Duration,
     /// Media bytes per data packet (the most: see
-    /// [`size_target`](Self::size_target)).
+    /// [`size_target`](Self::size_target)). A peer carries at most
+    /// [`max_media_bytes`] for its conference's size (less than 1400 from
+    /// nine members on, so that repairs fit a 1500-byte MTU).
     pub media_bytes: u32,
     /// The longest a data packet may take to serialise along its
     /// session's trees, summed over the hops of the longest path, or
@@ -1129,6 +1131,37 @@ pub struct PeerCounters {
 /// The largest unit of application media a peer carries, bytes (a data
 /// packet then still fits a 1500-byte MTU with its headers).
 pub const MAX_APP_MEDIA: usize = 1400;
+
+/// The most media bytes a data packet of the built-in source carries,
+/// and the most a peer offers an application
+/// ([`CelerityPeer::offered_packet_bytes`]), in a conference of `n`
+/// members: [`MAX_APP_MEDIA`] up to eight members, and 1394 down to 1373
+/// bytes from nine to sixteen. Every datagram then fits the UDP payload
+/// of a 1500-byte IPv4 MTU, repairs included: a repair carries a whole
+/// data packet's header and media (local loss recovery's coded form, so
+/// that a recovered packet is relayed like any other) behind the coding
+/// header, and the two-byte member masks and longer tree entries of
+/// nine or more members made one coding a 1400-byte packet up to 1499
+/// bytes, which IP fragments. A peer caps
+/// [`CelerityParams::media_bytes`] at this; an application's units up to
+/// [`MAX_APP_MEDIA`] are still carried, and those past this are not
+/// combined into repairs.
+pub fn max_media_bytes(n: usize) -> u32 {
+    let full = wire::coded_data_len(n, MAX_APP_MEDIA);
+    (MAX_APP_MEDIA - full.saturating_sub(repair_symbol_len(n))) as u32
+}
+
+/// Local loss recovery's symbol size in a conference of `n` members: the
+/// coded form of a packet of [`MAX_APP_MEDIA`], at most what a repair
+/// within [`MAX_DATAGRAM`] holds (see [`max_media_bytes`]). A data packet
+/// whose coded form is longer is sent but never combined.
+fn repair_symbol_len(n: usize) -> usize {
+    let room = MAX_DATAGRAM
+        - crate::wire::COMMON_HEADER_LEN
+        - wire::LINK_HEADER_LEN
+        - recovery::header_len();
+    wire::coded_data_len(n, MAX_APP_MEDIA).min(room)
+}
 
 /// The media bytes a data packet of the built-in source may carry
 /// ([`CelerityParams::media_bytes`], each of
@@ -1922,14 +1955,17 @@ impl CelerityPeer {
         let me = cfg.me;
         let mut present = vec![false; n];
         present[me] = true;
-        let repair_k = wire::coded_data_len(n, MAX_APP_MEDIA.max(p.media_bytes as usize));
+        let repair_k = repair_symbol_len(n);
+        // Packets whose repairs fit a datagram (see `max_media_bytes`).
+        let mut cfg = cfg;
+        cfg.params.media_bytes = cfg.params.media_bytes.min(max_media_bytes(n));
         Ok(CelerityPeer {
             repair_k,
             repair_tx: (0..n).map(|_| None).collect(),
             repair_rx: (0..n).map(|_| None).collect(),
             coded: Vec::new(),
             burst: (Time::ZERO, 0.0),
-            media: vec![0u8; p.media_bytes as usize],
+            media: vec![0u8; cfg.params.media_bytes as usize],
             largest: [0.0; MAX_PARTICIPANTS],
             app: None,
             last_gap: None,

@@ -1611,6 +1611,68 @@ fn first_packet_of_session_0() -> DataHeader {
     }
 }
 
+/// Every datagram fits the UDP payload of a 1500-byte IPv4 MTU, repairs
+/// included (`max_media_bytes`): up to eight members a peer carries
+/// packets of 1400 media bytes; from nine, whose masks and tree entries
+/// are wider, a little less, so that a repair coding the largest data
+/// packet (every other member an entry of its subtree, a burst wait) still
+/// fits. An application's unit of 1400 bytes is still sent, and never
+/// combined into a repair.
+#[test]
+fn every_datagram_fits_a_1500_byte_mtu() {
+    let lossy = LinkNow {
+        rate_kbps: 10_000.0,
+        loss: 0.1,
+        repair_ratio: 1.0,
+    };
+    for n in 2..=MAX_PARTICIPANTS {
+        let most = max_media_bytes(n);
+        if n <= 8 {
+            assert_eq!(most, 1400, "{n} members");
+        } else {
+            assert!((1350..1400).contains(&most), "{n} members: {most}");
+        }
+        let peer = CelerityPeer::new(cfg(n, 0)).unwrap();
+        assert_eq!(peer.offered_packet_bytes(), most, "{n} members");
+        // The widest header: every member but the source an entry of the
+        // subtree, all in the masks, a burst wait.
+        let all = (1u32 << n) as u16 - 1;
+        let header = DataHeader {
+            relay_side: all,
+            recv_side: all,
+            entries: (1..n as u8)
+                .map(|member| TreeEntry {
+                    member,
+                    children: all,
+                })
+                .collect(),
+            burst_wait_us: 100_000,
+            ..first_packet_of_session_0()
+        };
+        let mut sender = RepairSender::new(repair_symbol_len(n), 7);
+        let mut repairs = 0;
+        for (seq, media) in [most as usize, most as usize, MAX_APP_MEDIA]
+            .into_iter()
+            .cycle()
+            .take(48)
+            .enumerate()
+        {
+            let payload = vec![0x5a; media];
+            let packet = wire::emit_data_packet(LinkHeader::default(), &header, &[], &payload);
+            assert!(packet.len() <= MAX_DATAGRAM, "{n} members: {}", packet.len());
+            let mut coded = Vec::new();
+            wire::emit_coded_data(&header, &payload, &mut coded);
+            let now = Time::from_millis(10 * seq as u64);
+            for symbol in sender.sent(now, seq as u16, &mut coded, packet.len(), lossy) {
+                let repair = wire::emit_repair_packet(LinkHeader::default(), &symbol);
+                assert!(repair.len() <= MAX_DATAGRAM, "{n} members: {}", repair.len());
+                repairs += 1;
+            }
+        }
+        assert!(repairs >= 10, "{n} members: {repairs} repairs");
+    }
+}
+
 #[test]
 fn control_rides_along_only_within_one_datagram() {
     let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();

@@ -233,7 +233,7 @@ impl RepairSender {
 
     /// One repair of the current generation, if the allowance has room.
     fn repair(&mut self) -> Option<Vec<u8>> {
-        let header = Coding::Dense(&[0; GENERATION]).header_len(GENERATION);
+        let header = header_len();
         let bytes = header + self.used;
         // What the repair takes on the link: its packet's headers too.
         let wire = (bytes + COMMON_HEADER_LEN + LINK_HEADER_LEN) as f64;
@@ -248,6 +248,12 @@ impl RepairSender {
         self.oldest = None;
         Some(buf)
     }
+}
+
+/// The bytes of a repair's coding header (a generation's dense
+/// coefficients) before its symbol.
+pub(super) fn header_len() -> usize {
+    Coding::Dense(&[0; GENERATION]).header_len(GENERATION)
 }
 
 /// A tail's decoders for one overlay link.
