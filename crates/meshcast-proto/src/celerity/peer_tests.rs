@@ -1659,13 +1659,21 @@ fn every_datagram_fits_a_1500_byte_mtu() {
         {
             let payload = vec![0x5a; media];
             let packet = wire::emit_data_packet(LinkHeader::default(), &header, &[], &payload);
-            assert!(packet.len() <= MAX_DATAGRAM, "{n} members: {}", packet.len());
+            assert!(
+                packet.len() <= MAX_DATAGRAM,
+                "{n} members: {}",
+                packet.len()
+            );
             let mut coded = Vec::new();
             wire::emit_coded_data(&header, &payload, &mut coded);
             let now = Time::from_millis(10 * seq as u64);
             for symbol in sender.sent(now, seq as u16, &mut coded, packet.len(), lossy) {
                 let repair = wire::emit_repair_packet(LinkHeader::default(), &symbol);
-                assert!(repair.len() <= MAX_DATAGRAM, "{n} members: {}", repair.len());
+                assert!(
+                    repair.len() <= MAX_DATAGRAM,
+                    "{n} members: {}",
+                    repair.len()
+                );
                 repairs += 1;
             }
         }
