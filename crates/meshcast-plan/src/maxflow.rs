@@ -265,18 +265,50 @@ impl Flows {
         need: u64,
         scratch: &mut Scratch,
     ) -> bool {
+        let all = edges.clone();
+        let loss = |i: usize| {
+            all.clone()
+                .map(|e| self.edge_loss(g, i, e, d))
+                .fold(0u64, u64::saturating_add)
+        };
+        self.all_reach_after_losing(g, s, sinks, edges, d, need, loss, scratch)
+    }
+
+    /// What sink `i`'s flow loses at most when edge `e` of `g` loses `d`
+    /// units: nothing on an infinite edge, else what it carried past the
+    /// `c − d` left.
+    pub(crate) fn edge_loss(&self, g: &FlowGraph, i: usize, (a, b): (usize, usize), d: u64) -> u64 {
+        if g.get(a, b) >= INF {
+            0
+        } else {
+            let n = self.n;
+            d.saturating_sub(self.resid[i * n * n + a * n + b])
+        }
+    }
+
+    /// [`all_reach_after`](Self::all_reach_after) with each sink's bound
+    /// on its loss given (`loss(i)`, the sum of
+    /// [`edge_loss`](Self::edge_loss) over `edges`): a caller that grows
+    /// `edges` one at a time keeps the sums instead of adding them up for
+    /// every question.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn all_reach_after_losing(
+        &self,
+        g: &FlowGraph,
+        s: usize,
+        sinks: &[usize],
+        edges: impl Iterator<Item = (usize, usize)> + Clone,
+        d: u64,
+        need: u64,
+        loss: impl Fn(usize) -> u64,
+        scratch: &mut Scratch,
+    ) -> bool {
         let n = self.n;
-        let nn = n * n;
         let finite = edges.filter(|&(a, b)| g.get(a, b) < INF);
         let mut doubtful = std::mem::take(&mut scratch.doubtful);
         doubtful.clear();
         for i in 0..sinks.len() {
-            let resid = &self.resid[i * nn..(i + 1) * nn];
-            let loss = finite
-                .clone()
-                .map(|(a, b)| d.saturating_sub(resid[a * n + b]))
-                .fold(0u64, u64::saturating_add);
-            let bound = self.value[i].saturating_sub(loss);
+            let bound = self.value[i].saturating_sub(loss(i));
             if bound < need {
                 doubtful.push((bound, i));
             }

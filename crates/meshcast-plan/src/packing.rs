@@ -712,11 +712,15 @@ struct Grow {
     in_tree: Vec<bool>,
     depth: Vec<Duration>,
     edges: Vec<(usize, usize)>,
+    /// Per sink, the most its kept max-flow loses when every edge of the
+    /// tree loses a unit (`Flows::edge_loss` summed over `edges`).
+    loss: Vec<u64>,
     missing: usize,
 }
 
 impl Grow {
-    /// A tree of node 0 alone, `missing` sinks to reach.
+    /// A tree of node 0 alone, `missing` sinks to reach (all of the
+    /// search's sinks).
     fn new(n: usize, missing: usize) -> Grow {
         let mut in_tree = vec![false; n];
         in_tree[0] = true;
@@ -725,6 +729,7 @@ impl Grow {
             in_tree,
             depth: vec![Duration::ZERO; n],
             edges: Vec::new(),
+            loss: vec![0; missing],
             missing,
         }
     }
@@ -750,15 +755,23 @@ struct Search<'a> {
 impl Search<'_> {
     /// Whether removing one unit of every tree edge plus `e` keeps the
     /// residual capacity at `k − 1` (condition (ii) of Appendix A).
-    fn keeps_invariant(&mut self, edges: &[(usize, usize)], e: (usize, usize)) -> bool {
+    /// `loss` is each sink's loss bound for the tree's `edges` (see
+    /// `Grow::loss`).
+    fn keeps_invariant(
+        &mut self,
+        edges: &[(usize, usize)],
+        loss: &[u64],
+        e: (usize, usize),
+    ) -> bool {
         if self.g.get(e.0, e.1) >= INF {
             return true;
         }
         self.budget = self.budget.saturating_sub(1);
         let with_e = edges.iter().copied().chain(std::iter::once(e));
         let need = self.k.saturating_sub(1);
-        self.flows
-            .all_reach_after(self.g, 0, self.sinks, with_e, 1, need, self.scratch)
+        let flows = self.flows;
+        let loss = |i: usize| loss[i] + flows.edge_loss(self.g, i, e, 1);
+        flows.all_reach_after_losing(self.g, 0, self.sinks, with_e, 1, need, loss, self.scratch)
     }
 
     /// Grow `st` until it reaches every sink. With `exact`, only edges
@@ -827,7 +840,7 @@ impl Search<'_> {
         let mut next = Vec::with_capacity(cand.len() + self.g.n);
         for &key in cand {
             let (u, v) = edge(key);
-            if exact && !self.keeps_invariant(&st.edges, (u, v)) {
+            if exact && !self.keeps_invariant(&st.edges, &st.loss, (u, v)) {
                 if self.budget == 0 {
                     return false;
                 }
@@ -839,6 +852,9 @@ impl Search<'_> {
                 st.depth[v] = st.depth[u].saturating_add(d(u, v));
             }
             st.edges.push((u, v));
+            for (i, l) in st.loss.iter_mut().enumerate() {
+                *l += self.flows.edge_loss(self.g, i, (u, v), 1);
+            }
             if self.is_sink[v] {
                 st.missing -= 1;
             }
@@ -865,6 +881,9 @@ impl Search<'_> {
                 st.missing += 1;
             }
             st.edges.pop();
+            for (i, l) in st.loss.iter_mut().enumerate() {
+                *l -= self.flows.edge_loss(self.g, i, (u, v), 1);
+            }
             st.in_tree[v] = false;
             st.parent[v] = None;
             if !exact || self.budget == 0 {
