@@ -344,7 +344,7 @@ pub(crate) fn check(
         params.ceiling_slack = v;
     }
     if let Some(p) = raw.pace_to_heads {
-        params.pace_to_heads = p;
+        params.pace_to_heads = Some(p);
     }
     if let Some(f) = raw.fresh_exit {
         params.fresh_exit = f;

@@ -1681,6 +1681,25 @@ fn every_datagram_fits_a_1500_byte_mtu() {
     }
 }
 
+/// Pacing to the heads (`CelerityParams::pace_to_heads`) is on by default
+/// from `PACE_MEMBERS` members, and a setting either way wins.
+#[test]
+fn sources_pace_to_their_heads_from_nine_members() {
+    let paced = |n: usize, set: Option<bool>| {
+        let mut c = cfg(n, 0);
+        c.params.pace_to_heads = set;
+        CelerityPeer::new(c).unwrap().pace
+    };
+    assert_eq!(PACE_MEMBERS, 9);
+    for n in 2..=MAX_PARTICIPANTS {
+        assert_eq!(paced(n, None), n >= PACE_MEMBERS, "{n} members");
+        assert!(
+            paced(n, Some(true)) && !paced(n, Some(false)),
+            "{n} members"
+        );
+    }
+}
+
 #[test]
 fn control_rides_along_only_within_one_datagram() {
     let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
