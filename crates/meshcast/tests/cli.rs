@@ -565,10 +565,7 @@ fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
     }
     for (from, to, kbps, ms) in links {
         let queue = (kbps * 1000 / 8 / 4).max(15_000);
-        toml += &format!(
-            "[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\ncapacity_kbps = {kbps}\n\
-             delay_ms = {ms}\nqueue_bytes = {queue}\n"
-        );
+        toml += &link_toml(from, to, kbps, ms, queue);
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("random-193.toml");
@@ -597,6 +594,14 @@ fn python(script: &str, args: &[&str], dir: &Path) -> Output {
 /// [`python`], which must succeed (its stderr shown if not).
 fn python_ok(script: &str, args: &[&str], dir: &Path) -> Output {
     succeeded(python(script, args, dir), script)
+}
+
+/// A scenario's `[[link]]` table.
+fn link_toml(from: &str, to: &str, kbps: u64, ms: u64, queue: u64) -> String {
+    format!(
+        "[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\ncapacity_kbps = {kbps}\n\
+         delay_ms = {ms}\nqueue_bytes = {queue}\n"
+    )
 }
 
 /// The session of a summary whose lowest receiver got the least of its
@@ -2761,10 +2766,7 @@ fn twelve_members_pace_their_sources_to_the_heads() {
         } else {
             kbps * 1000 / 8 / 4
         };
-        toml += &format!(
-            "[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\ncapacity_kbps = {kbps}\n\
-             delay_ms = {ms}\nqueue_bytes = {queue}\n"
-        );
+        toml += &link_toml(&from, &to, kbps, ms, queue);
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("twelve.toml");
