@@ -1173,11 +1173,7 @@ pub fn max_media_bytes(n: usize) -> u32 {
 /// within [`MAX_DATAGRAM`] holds (see [`max_media_bytes`]). A data packet
 /// whose coded form is longer is sent but never combined.
 fn repair_symbol_len(n: usize) -> usize {
-    let room = MAX_DATAGRAM
-        - crate::wire::COMMON_HEADER_LEN
-        - wire::LINK_HEADER_LEN
-        - recovery::header_len();
-    wire::coded_data_len(n, MAX_APP_MEDIA).min(room)
+    wire::coded_data_len(n, MAX_APP_MEDIA).min(MAX_DATAGRAM - recovery::repair_overhead())
 }
 
 /// The media bytes a data packet of the built-in source may carry
@@ -1817,7 +1813,7 @@ fn sent_at(now: Time, age: Duration) -> Time {
 impl CelerityPeer {
     /// A peer; it starts (greets the others, arms its timers) on the first
     /// call it gets.
-    pub fn new(cfg: CelerityConfig) -> Result<CelerityPeer, ConfigError> {
+    pub fn new(mut cfg: CelerityConfig) -> Result<CelerityPeer, ConfigError> {
         let n = cfg.participants.len();
         if !(2..=MAX_PARTICIPANTS).contains(&n) {
             return Err(ConfigError::Participants(format!(
@@ -1978,7 +1974,6 @@ impl CelerityPeer {
         present[me] = true;
         let repair_k = repair_symbol_len(n);
         // Packets whose repairs fit a datagram (see `max_media_bytes`).
-        let mut cfg = cfg;
         cfg.params.media_bytes = cfg.params.media_bytes.min(max_media_bytes(n));
         let pace = cfg.params.pace_to_heads.unwrap_or(n >= PACE_MEMBERS);
         Ok(CelerityPeer {

@@ -236,7 +236,7 @@ impl RepairSender {
         let header = header_len();
         let bytes = header + self.used;
         // What the repair takes on the link: its packet's headers too.
-        let wire = (bytes + COMMON_HEADER_LEN + LINK_HEADER_LEN) as f64;
+        let wire = (self.used + repair_overhead()) as f64;
         if self.allowance < wire {
             return None;
         }
@@ -252,8 +252,14 @@ impl RepairSender {
 
 /// The bytes of a repair's coding header (a generation's dense
 /// coefficients) before its symbol.
-pub(super) fn header_len() -> usize {
+fn header_len() -> usize {
     Coding::Dense(&[0; GENERATION]).header_len(GENERATION)
+}
+
+/// The bytes a repair packet has beside its symbol: the common and link
+/// headers and the coding header.
+pub(super) fn repair_overhead() -> usize {
+    COMMON_HEADER_LEN + LINK_HEADER_LEN + header_len()
 }
 
 /// A tail's decoders for one overlay link.
