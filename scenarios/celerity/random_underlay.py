@@ -4,8 +4,8 @@
 
 writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
 routers joined by a random spanning tree plus up to as many extra links,
-4-8 participants each on an access link to a random router, queues of a
-quarter second (at least 15 kB), 200 s with the window [100, 200].
+4-8 participants (9-16 in the large family) each on an access link to a
+random router, queues of a quarter second (at least 15 kB), 200 s with the window [100, 200].
 Compare each session's `recv_kbps_min` with its `optimum_kbps`:
 score_underlays.py OUT_DIR/*.toml does it for the lot.
 
@@ -23,6 +23,9 @@ FAMILY says where the bottlenecks are and how far apart the routers sit:
   edge  the bottlenecks at the edge instead: uploads of 0.5-2 Mbit/s,
         downloads of 5-10 Mbit/s, a core of 20-50 Mbit/s (Mutualcast's
         setting, outside the issue's core bottlenecks).
+  large 9-16 participants (past the issue's 4-8) on core links of 2-12
+        Mbit/s and 2-30 ms, access links of 20-100 Mbit/s: each of the
+        many sessions gets about what the core family's do.
 
 Families other than core write OUT_DIR/<family>-<seed>.toml. These are the
 underlays nobody tuned for: docs/celerity.md's Status reports them apart
@@ -32,23 +35,24 @@ import argparse
 import os
 import random
 
-# Per family: core routers, core capacities (kbit/s), core delays (ms),
-# access capacities up and down (kbit/s; None: the same as up).
+# Per family: participants, core routers, core capacities (kbit/s), core
+# delays (ms), access capacities up and down (kbit/s; None: the same as up).
 FAMILIES = {
-    "core": ((3, 5), [600, 800, 1000, 1500, 2000, 3000], (2, 30), [5000, 10000, 20000], None),
-    "long": ((3, 5), [600, 800, 1000, 1500, 2000, 3000], (15, 60), [5000, 10000, 20000], None),
-    "wide": ((6, 10), [600, 800, 1000, 1500, 2000, 3000], (2, 20), [5000, 10000, 20000], None),
-    "fast": ((3, 5), [3000, 5000, 8000, 12000], (2, 30), [50000, 100000], None),
-    "edge": ((3, 5), [20000, 50000], (2, 30), [500, 800, 1200, 2000], [5000, 10000]),
+    "core": ((4, 8), (3, 5), [600, 800, 1000, 1500, 2000, 3000], (2, 30), [5000, 10000, 20000], None),
+    "long": ((4, 8), (3, 5), [600, 800, 1000, 1500, 2000, 3000], (15, 60), [5000, 10000, 20000], None),
+    "wide": ((4, 8), (6, 10), [600, 800, 1000, 1500, 2000, 3000], (2, 20), [5000, 10000, 20000], None),
+    "fast": ((4, 8), (3, 5), [3000, 5000, 8000, 12000], (2, 30), [50000, 100000], None),
+    "edge": ((4, 8), (3, 5), [20000, 50000], (2, 30), [500, 800, 1200, 2000], [5000, 10000]),
+    "large": ((9, 16), (3, 5), [2000, 3000, 5000, 8000, 12000], (2, 30), [20000, 50000, 100000], None),
 }
 
 
 def gen(seed, out, family="core"):
-    (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
+    (nmin, nmax), (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
     # The core family draws exactly as it always has: its files are the
     # sets docs/celerity.md reports.
     r = random.Random(seed if family == "core" else f"{family}-{seed}")
-    n = r.randint(4, 8)
+    n = r.randint(nmin, nmax)
     k = r.randint(kmin, kmax)
     links = []  # (from, to, kbit/s, ms, kbit/s back)
     routers = [f"R{i}" for i in range(k)]

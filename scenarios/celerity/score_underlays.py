@@ -21,8 +21,9 @@ The usual set is the thirty random underlays:
     python3 scenarios/celerity/random_underlay.py 1 31 /tmp/ru
     python3 scenarios/celerity/score_underlays.py /tmp/ru/r*.toml
 
-and `random_underlay.py --family long|wide|fast|edge` draws the families
-nobody tuned for (docs/celerity.md, "Underlays nobody tuned for").
+and `random_underlay.py --family long|wide|fast|edge|large` draws the
+families nobody tuned for (docs/celerity.md, "Underlays nobody tuned for";
+`large` has 9-16 members, "Large conferences").
 
 BIN defaults to target/release/meshcast under the repository (build it
 with `cargo build --release`), else `meshcast` on the PATH.
