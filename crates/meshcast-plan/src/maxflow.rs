@@ -9,7 +9,9 @@
 //!
 //! The tree packing asks the same graph, a few units lighter, the same
 //! question thousands of times; [`Flows`] keeps every receiver's max-flow
-//! and answers from it, repairing instead of recomputing.
+//! and answers from it, repairing instead of recomputing, and
+//! [`TreeFlows`] follows those flows down each tree as it grows, so that a
+//! question repairs one edge rather than the whole tree so far.
 
 /// A capacity that no finite sum reaches (the relay-to-itself edges of the
 /// two-layer graph, §3). Kept far below `u64::MAX` so sums cannot overflow.
@@ -265,50 +267,19 @@ impl Flows {
         need: u64,
         scratch: &mut Scratch,
     ) -> bool {
-        let all = edges.clone();
-        let loss = |i: usize| {
-            all.clone()
-                .map(|e| self.edge_loss(g, i, e, d))
-                .fold(0u64, u64::saturating_add)
-        };
-        self.all_reach_after_losing(g, s, sinks, edges, d, need, loss, scratch)
-    }
-
-    /// What sink `i`'s flow loses at most when edge `e` of `g` loses `d`
-    /// units: nothing on an infinite edge, else what it carried past the
-    /// `c − d` left.
-    pub(crate) fn edge_loss(&self, g: &FlowGraph, i: usize, (a, b): (usize, usize), d: u64) -> u64 {
-        if g.get(a, b) >= INF {
-            0
-        } else {
-            let n = self.n;
-            d.saturating_sub(self.resid[i * n * n + a * n + b])
-        }
-    }
-
-    /// [`all_reach_after`](Self::all_reach_after) with each sink's bound
-    /// on its loss given (`loss(i)`, the sum of
-    /// [`edge_loss`](Self::edge_loss) over `edges`): a caller that grows
-    /// `edges` one at a time keeps the sums instead of adding them up for
-    /// every question.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn all_reach_after_losing(
-        &self,
-        g: &FlowGraph,
-        s: usize,
-        sinks: &[usize],
-        edges: impl Iterator<Item = (usize, usize)> + Clone,
-        d: u64,
-        need: u64,
-        loss: impl Fn(usize) -> u64,
-        scratch: &mut Scratch,
-    ) -> bool {
         let n = self.n;
+        let nn = n * n;
         let finite = edges.filter(|&(a, b)| g.get(a, b) < INF);
         let mut doubtful = std::mem::take(&mut scratch.doubtful);
         doubtful.clear();
         for i in 0..sinks.len() {
-            let bound = self.value[i].saturating_sub(loss(i));
+            // What the sink's flow loses at most: on each edge, what it
+            // carried past the `c − d` left.
+            let loss = finite
+                .clone()
+                .map(|(a, b)| d.saturating_sub(self.resid[i * nn + a * n + b]))
+                .fold(0u64, u64::saturating_add);
+            let bound = self.value[i].saturating_sub(loss);
             if bound < need {
                 doubtful.push((bound, i));
             }
@@ -372,27 +343,245 @@ impl Flows {
         d: u64,
         scratch: &mut Scratch,
     ) -> Option<u64> {
-        let n = self.n;
-        let nn = n * n;
+        let nn = self.n * self.n;
         scratch.resid.clear();
         scratch
             .resid
             .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
-        let mut excess = std::mem::take(&mut scratch.excess);
-        let mut deficit = std::mem::take(&mut scratch.deficit);
+        scratch.cut_back(self.n, s, t, edges.clone(), d)?;
+        // The edges into the sink have lost `d` each.
+        let into = edges.filter(|&(_, b)| b == t).count() as u64;
+        Some(scratch.value_into(g, t, into * d))
+    }
+}
+
+/// The kept flows followed down one tree of the packing as it grows. Per
+/// sink, a flow of at least the need in the graph the tree grows in, less
+/// one unit on each finite tree edge so far, held as a flow in a graph
+/// less only some of those units and the tree edges it still runs through
+/// at full capacity (`pending`): each of them lowers its value by at most
+/// the unit, which bounds what the sink keeps as [`Flows`] does. Where
+/// the bound doubts, the flow is repaired for its pending edges and the
+/// new one and augmented up to the need, and an edge taken then keeps the
+/// repaired flow: the next test starts from it instead of from the flows
+/// of the graph the tree started in, which needed every tree edge they
+/// overfill repaired at every test. An edge given back
+/// ([`undo`](Self::undo), when the search backtracks) restores the flows
+/// as they were.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TreeFlows {
+    n: usize,
+    s: usize,
+    sinks: Vec<usize>,
+    need: u64,
+    /// Per sink: its flow's value and residual graph (`n * n` each).
+    value: Vec<u64>,
+    resid: Vec<u64>,
+    /// Per sink: the tree edges its flow runs through at full capacity
+    /// that have not yet lost their unit in `resid`.
+    pending: Vec<Vec<(usize, usize)>>,
+    /// Per sink: the finite tree edges into it that have lost their unit
+    /// in `resid`.
+    lost_into: Vec<u64>,
+    /// What the last [`admits`](Self::admits) found: the edge, and per
+    /// sink the repaired flow (value and residual graph) if it repaired one.
+    tested: Option<(usize, usize)>,
+    found: Vec<Option<(u64, u64)>>,
+    found_resid: Vec<u64>,
+    /// The undo log: per taken edge a marker, then what changed for each
+    /// sink; replaced flows' residual graphs and pending edges wait on
+    /// `saved` and `saved_pending`, in the log's order.
+    log: Vec<Undo>,
+    saved: Vec<u64>,
+    saved_pending: Vec<(usize, usize)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Undo {
+    /// An edge taken.
+    Edge,
+    /// The sink's flow kept the unit of slack it had on the edge.
+    Slack(usize, (usize, usize)),
+    /// The edge joined the sink's pending edges.
+    Pending(usize),
+    /// The sink's flow was replaced: its old value, edges lost into the
+    /// sink and count of pending edges (the residual graph and the pending
+    /// edges are on `saved` and `saved_pending`).
+    Replaced(usize, u64, u64, usize),
+}
+
+impl TreeFlows {
+    /// Start a tree from `flows` (the sinks' max-flows from `s` in the
+    /// graph the tree grows in): every sink must keep at least `need`.
+    pub(crate) fn start(&mut self, flows: &Flows, s: usize, sinks: &[usize], need: u64) {
+        let (n, k) = (flows.n, sinks.len());
+        self.n = n;
+        self.s = s;
+        self.sinks.clear();
+        self.sinks.extend_from_slice(sinks);
+        self.need = need;
+        self.value.clear();
+        self.value.extend_from_slice(&flows.value);
+        self.resid.clear();
+        self.resid.extend_from_slice(&flows.resid);
+        self.pending.resize_with(k, Vec::new);
+        self.pending.iter_mut().for_each(Vec::clear);
+        self.lost_into.clear();
+        self.lost_into.resize(k, 0);
+        self.tested = None;
+        self.found.clear();
+        self.found.resize(k, None);
+        // Read only where `found` says it was written.
+        self.found_resid.resize(k * n * n, 0);
+        self.log.clear();
+        self.saved.clear();
+        self.saved_pending.clear();
+    }
+
+    /// Whether every sink's max-flow stays at least the need once finite
+    /// edge `e` of `g` (the graph the tree grows in) loses one unit beside
+    /// the `tree`'s edges: the answer max-flows from scratch in the reduced
+    /// graph would give.
+    pub(crate) fn admits(
+        &mut self,
+        g: &FlowGraph,
+        tree: &[(usize, usize)],
+        e: (usize, usize),
+        scratch: &mut Scratch,
+    ) -> bool {
+        let (n, s, need) = (self.n, self.s, self.need);
+        let nn = n * n;
+        debug_assert!(g.get(e.0, e.1) < INF, "an infinite edge loses nothing");
+        self.tested = Some(e);
+        for i in 0..self.sinks.len() {
+            self.found[i] = None;
+            let full = self.resid[i * nn + e.0 * n + e.1] == 0;
+            let short = self.pending[i].len() as u64 + u64::from(full);
+            if self.value[i].saturating_sub(short) >= need {
+                continue;
+            }
+            let t = self.sinks[i];
+            scratch.resid.clear();
+            scratch
+                .resid
+                .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+            let edges = self.pending[i].iter().copied().chain(std::iter::once(e));
+            let lost = self.lost_into[i] + edges.clone().filter(|&(_, b)| b == t).count() as u64;
+            let value = match scratch.cut_back(n, s, t, edges, 1) {
+                Some(()) => {
+                    let v = scratch.value_into(g, t, lost);
+                    scratch.augment(n, s, t, v, need)
+                }
+                // The repair found no path where one must exist: answer
+                // from scratch (a guard, as in `Flows`).
+                None => {
+                    let edges = tree.iter().copied().chain(std::iter::once(e));
+                    let r = reduced(g, edges.filter(|&(a, b)| g.get(a, b) < INF), 1);
+                    r.flow_up_to(s, t, need, scratch)
+                }
+            };
+            if value < need {
+                self.tested = None;
+                return false;
+            }
+            self.found[i] = Some((value, lost));
+            self.found_resid[i * nn..(i + 1) * nn].copy_from_slice(&scratch.resid);
+        }
+        true
+    }
+
+    /// Take edge `e` of `g` into the tree: `e` must be the edge
+    /// [`admits`](Self::admits) last accepted, or infinite.
+    pub(crate) fn take(&mut self, g: &FlowGraph, e: (usize, usize)) {
+        let n = self.n;
+        let nn = n * n;
+        self.log.push(Undo::Edge);
+        if g.get(e.0, e.1) >= INF {
+            return;
+        }
+        assert_eq!(self.tested.take(), Some(e), "an edge taken untested");
+        for i in 0..self.sinks.len() {
+            let at = i * nn + e.0 * n + e.1;
+            if let Some((v, lost)) = self.found[i] {
+                self.log.push(Undo::Replaced(
+                    i,
+                    self.value[i],
+                    self.lost_into[i],
+                    self.pending[i].len(),
+                ));
+                self.saved
+                    .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+                self.saved_pending.append(&mut self.pending[i]);
+                self.value[i] = v;
+                self.lost_into[i] = lost;
+                self.resid[i * nn..(i + 1) * nn]
+                    .copy_from_slice(&self.found_resid[i * nn..(i + 1) * nn]);
+            } else if self.resid[at] > 0 {
+                self.resid[at] -= 1;
+                self.log.push(Undo::Slack(i, e));
+                self.lost_into[i] += u64::from(e.1 == self.sinks[i]);
+            } else {
+                self.pending[i].push(e);
+                self.log.push(Undo::Pending(i));
+            }
+        }
+    }
+
+    /// Give back the edge [`take`](Self::take) took last.
+    pub(crate) fn undo(&mut self) {
+        let nn = self.n * self.n;
+        while let Some(u) = self.log.pop() {
+            match u {
+                Undo::Edge => return,
+                Undo::Slack(i, (a, b)) => {
+                    self.resid[i * nn + a * self.n + b] += 1;
+                    self.lost_into[i] -= u64::from(b == self.sinks[i]);
+                }
+                Undo::Pending(i) => {
+                    self.pending[i].pop();
+                }
+                Undo::Replaced(i, v, lost, pending) => {
+                    self.value[i] = v;
+                    self.lost_into[i] = lost;
+                    let from = self.saved.len() - nn;
+                    self.resid[i * nn..(i + 1) * nn].copy_from_slice(&self.saved[from..]);
+                    self.saved.truncate(from);
+                    let from = self.saved_pending.len() - pending;
+                    self.pending[i].extend(self.saved_pending.drain(from..));
+                }
+            }
+        }
+    }
+}
+
+impl Scratch {
+    /// Take `d` units off each edge of `edges` (finite, distinct) in the
+    /// `s`–`t` flow whose residual graph on `n` nodes `resid` holds: each overfull
+    /// edge gives back its excess, and [`rebalance`] reroutes it (see
+    /// [`Flows`]). `None` if a path that must exist was not found.
+    fn cut_back(
+        &mut self,
+        n: usize,
+        s: usize,
+        t: usize,
+        edges: impl Iterator<Item = (usize, usize)>,
+        d: u64,
+    ) -> Option<()> {
+        let mut excess = std::mem::take(&mut self.excess);
+        let mut deficit = std::mem::take(&mut self.deficit);
         excess.clear();
         excess.resize(n, 0);
         deficit.clear();
         deficit.resize(n, 0);
-        for (a, b) in edges.clone() {
-            let r = scratch.resid[a * n + b];
+        for (a, b) in edges {
+            let r = self.resid[a * n + b];
             if r >= d {
-                scratch.resid[a * n + b] = r - d;
+                self.resid[a * n + b] = r - d;
             } else {
                 // The edge carried `d − r` more than it now can.
                 let over = d - r;
-                scratch.resid[a * n + b] = 0;
-                scratch.resid[b * n + a] -= over;
+                self.resid[a * n + b] = 0;
+                self.resid[b * n + a] -= over;
                 excess[a] += over;
                 deficit[b] += over;
             }
@@ -408,19 +597,23 @@ impl Flows {
             excess[v] -= both.min(excess[v]);
             deficit[v] -= both.min(deficit[v]);
         }
-        let balanced = rebalance(scratch, &mut excess, &mut deficit, s, t);
-        scratch.excess = excess;
-        scratch.deficit = deficit;
-        balanced?;
-        // The repaired flow's value: the net flow into the sink.
-        // (The edges into the sink have lost `d` each.)
-        let into = edges.filter(|&(_, b)| b == t).count() as i128;
+        let balanced = rebalance(self, &mut excess, &mut deficit, s, t);
+        self.excess = excess;
+        self.deficit = deficit;
+        balanced
+    }
+
+    /// The value of the flow into `t` whose residual graph `resid` holds,
+    /// in `g` with `lost` units taken off its finite edges into `t`: the
+    /// net flow into the sink.
+    fn value_into(&self, g: &FlowGraph, t: usize, lost: u64) -> u64 {
+        let n = g.n;
         let value: i128 = (0..n)
             .filter(|&u| u != t)
-            .map(|u| i128::from(g.get(u, t).min(INF)) - i128::from(scratch.resid[u * n + t]))
+            .map(|u| i128::from(g.get(u, t).min(INF)) - i128::from(self.resid[u * n + t]))
             .sum::<i128>()
-            - into * i128::from(d);
-        Some(value.clamp(0, i128::from(INF)) as u64)
+            - i128::from(lost);
+        value.clamp(0, i128::from(INF)) as u64
     }
 }
 
@@ -543,6 +736,82 @@ mod tests {
         }
         // The repair itself was exercised, not only the bound.
         assert!(overfull > 500, "{overfull} repairs lowered a flow");
+    }
+
+    /// A tree's flows answer each test exactly as max-flows from scratch
+    /// on the reduced graph do, as edges are taken and given back in a
+    /// random walk (random dense graphs as above, needs at and around the
+    /// least max-flow).
+    #[test]
+    fn tree_flows_agree_with_max_flows_from_scratch() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut s = Scratch::default();
+        let mut tf = TreeFlows::default();
+        let (mut yes, mut no, mut undone) = (0, 0, 0);
+        for _ in 0..1500 {
+            let n = 2 + (next() % 8) as usize;
+            let mut g = FlowGraph::new(n);
+            for u in 0..n {
+                for v in (0..n).filter(|&v| v != u) {
+                    let c = match next() % 8 {
+                        0 | 1 => 0,
+                        2 => INF,
+                        3..=5 => 1 + next() % 3,
+                        _ => 1 + next() % 20,
+                    };
+                    g.set(u, v, c);
+                }
+            }
+            let sinks: Vec<usize> = (1..n).collect();
+            let flows = g.flows(0, &sinks, &mut s);
+            let need = flows.min().saturating_sub(next() % 3).min(INF - 1);
+            tf.start(&flows, 0, &sinks, need);
+            // The tree's edges (each finite one has lost a unit).
+            let mut tree: Vec<(usize, usize)> = Vec::new();
+            for _ in 0..12 {
+                if !tree.is_empty() && next() % 4 == 0 {
+                    tree.pop();
+                    tf.undo();
+                    undone += 1;
+                    continue;
+                }
+                let e = ((next() % n as u64) as usize, (next() % n as u64) as usize);
+                if e.0 == e.1 || g.get(e.0, e.1) == 0 || tree.contains(&e) {
+                    continue;
+                }
+                if g.get(e.0, e.1) >= INF {
+                    tf.take(&g, e);
+                    tree.push(e);
+                    continue;
+                }
+                let with_e = tree.iter().copied().chain(std::iter::once(e));
+                let finite = with_e.filter(|&(a, b)| g.get(a, b) < INF);
+                let r = reduced(&g, finite, 1);
+                let exact = sinks.iter().all(|&t| r.max_flow(0, t, &mut s) >= need);
+                assert_eq!(
+                    tf.admits(&g, &tree, e, &mut s),
+                    exact,
+                    "n {n} tree {tree:?} e {e:?}"
+                );
+                if exact {
+                    yes += 1;
+                    tf.take(&g, e);
+                    tree.push(e);
+                } else {
+                    no += 1;
+                }
+            }
+        }
+        assert!(
+            yes > 2000 && no > 500 && undone > 1000,
+            "{yes} {no} {undone}"
+        );
     }
 
     #[test]

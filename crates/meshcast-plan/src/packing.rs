@@ -27,7 +27,7 @@
 //! tree then gets the largest rate `δ` that keeps the residual capacity at
 //! `k − δ` (found by bisection — the residual capacity is concave in `δ`).
 
-use crate::maxflow::{FlowGraph, Flows, INF, Scratch};
+use crate::maxflow::{FlowGraph, INF, Scratch, TreeFlows};
 use meshcast_core::Duration;
 
 /// Which trees a session may use.
@@ -619,17 +619,17 @@ fn greedy_arborescences(
     // that keeps the invariant), and every failure spends its whole
     // budget of max-flows — thousands per tree, hundreds of trees.
     let mut try_exact = true;
+    let mut tree_flows = TreeFlows::default();
     while k > 0 && out.len() < max_trees {
         let mut st = Grow::new(n, sinks.len());
+        tree_flows.start(&flows, 0, sinks, k - 1);
         let mut search = Search {
             g: &g,
-            k,
-            flows: &flows,
+            tree_flows: &mut tree_flows,
             is_sink: &is_sink,
             delay: delay.as_ref(),
             scratch: &mut scratch,
             budget: 8 * n * n,
-            sinks,
         };
         let mut exact = try_exact && search.grow(&mut st, true);
         try_exact = exact;
@@ -712,9 +712,6 @@ struct Grow {
     in_tree: Vec<bool>,
     depth: Vec<Duration>,
     edges: Vec<(usize, usize)>,
-    /// Per sink, the most its kept max-flow loses when every edge of the
-    /// tree loses a unit (`Flows::edge_loss` summed over `edges`).
-    loss: Vec<u64>,
     missing: usize,
 }
 
@@ -729,7 +726,6 @@ impl Grow {
             in_tree,
             depth: vec![Duration::ZERO; n],
             edges: Vec::new(),
-            loss: vec![0; missing],
             missing,
         }
     }
@@ -741,37 +737,26 @@ impl Grow {
 /// undoes the last choice and tries the next candidate.
 struct Search<'a> {
     g: &'a FlowGraph,
-    k: u64,
-    /// The sinks' max-flows in `g`.
-    flows: &'a Flows,
+    /// The sinks' flows in `g` less a unit on each finite edge of the tree
+    /// grown so far, each at least the residual capacity `k − 1` (the
+    /// exact search's invariant).
+    tree_flows: &'a mut TreeFlows,
     is_sink: &'a [bool],
     delay: Option<&'a DelayFn<'a>>,
     scratch: &'a mut Scratch,
     /// Capacity evaluations left before giving up on exactness.
     budget: usize,
-    sinks: &'a [usize],
 }
 
 impl Search<'_> {
     /// Whether removing one unit of every tree edge plus `e` keeps the
     /// residual capacity at `k − 1` (condition (ii) of Appendix A).
-    /// `loss` is each sink's loss bound for the tree's `edges` (see
-    /// `Grow::loss`).
-    fn keeps_invariant(
-        &mut self,
-        edges: &[(usize, usize)],
-        loss: &[u64],
-        e: (usize, usize),
-    ) -> bool {
+    fn keeps_invariant(&mut self, edges: &[(usize, usize)], e: (usize, usize)) -> bool {
         if self.g.get(e.0, e.1) >= INF {
             return true;
         }
         self.budget = self.budget.saturating_sub(1);
-        let with_e = edges.iter().copied().chain(std::iter::once(e));
-        let need = self.k.saturating_sub(1);
-        let flows = self.flows;
-        let loss = |i: usize| loss[i] + flows.edge_loss(self.g, i, e, 1);
-        flows.all_reach_after_losing(self.g, 0, self.sinks, with_e, 1, need, loss, self.scratch)
+        self.tree_flows.admits(self.g, edges, e, self.scratch)
     }
 
     /// Grow `st` until it reaches every sink. With `exact`, only edges
@@ -840,7 +825,7 @@ impl Search<'_> {
         let mut next = Vec::with_capacity(cand.len() + self.g.n);
         for &key in cand {
             let (u, v) = edge(key);
-            if exact && !self.keeps_invariant(&st.edges, &st.loss, (u, v)) {
+            if exact && !self.keeps_invariant(&st.edges, (u, v)) {
                 if self.budget == 0 {
                     return false;
                 }
@@ -851,10 +836,10 @@ impl Search<'_> {
             if let Some((d, _)) = self.delay {
                 st.depth[v] = st.depth[u].saturating_add(d(u, v));
             }
-            st.edges.push((u, v));
-            for (i, l) in st.loss.iter_mut().enumerate() {
-                *l += self.flows.edge_loss(self.g, i, (u, v), 1);
+            if exact {
+                self.tree_flows.take(self.g, (u, v));
             }
+            st.edges.push((u, v));
             if self.is_sink[v] {
                 st.missing -= 1;
             }
@@ -881,8 +866,8 @@ impl Search<'_> {
                 st.missing += 1;
             }
             st.edges.pop();
-            for (i, l) in st.loss.iter_mut().enumerate() {
-                *l -= self.flows.edge_loss(self.g, i, (u, v), 1);
+            if exact {
+                self.tree_flows.undo();
             }
             st.in_tree[v] = false;
             st.parent[v] = None;
