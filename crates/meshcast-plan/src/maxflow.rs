@@ -647,31 +647,44 @@ mod tests {
     /// the reduced graph, and their repair never falls back on its guard:
     /// random dense graphs (some edges infinite, many small so that edges
     /// overflow when they lose), random edge sets losing random amounts.
-    #[test]
-    fn kept_flows_agree_with_max_flows_from_scratch() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
+    /// A xorshift generator from `seed`.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// A random dense graph on 2–9 nodes: a quarter of the edges absent,
+    /// an eighth infinite, a quarter of 1–5 units and the rest below
+    /// `large`.
+    fn random_graph(next: &mut impl FnMut() -> u64, large: u64) -> FlowGraph {
+        let n = 2 + (next() % 8) as usize;
+        let mut g = FlowGraph::new(n);
+        for u in 0..n {
+            for v in (0..n).filter(|&v| v != u) {
+                let c = match next() % 8 {
+                    0 | 1 => 0,
+                    2 => INF,
+                    3 | 4 => 1 + next() % 5,
+                    _ => next() % large,
+                };
+                g.set(u, v, c);
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn kept_flows_agree_with_max_flows_from_scratch() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut s = Scratch::default();
         let mut overfull = 0;
         for _ in 0..3000 {
-            let n = 2 + (next() % 8) as usize;
-            let mut g = FlowGraph::new(n);
-            for u in 0..n {
-                for v in (0..n).filter(|&v| v != u) {
-                    let c = match next() % 8 {
-                        0 | 1 => 0,
-                        2 => INF,
-                        3 | 4 => 1 + next() % 5,
-                        _ => next() % 2_000_000,
-                    };
-                    g.set(u, v, c);
-                }
-            }
+            let g = random_graph(&mut next, 2_000_000);
+            let n = g.n;
             let sinks: Vec<usize> = (1..n).collect();
             let flows = g.flows(0, &sinks, &mut s);
             let (min, _) = g.min_max_flow(0, &sinks, &mut s).unwrap();
@@ -740,34 +753,17 @@ mod tests {
 
     /// A tree's flows answer each test exactly as max-flows from scratch
     /// on the reduced graph do, as edges are taken and given back in a
-    /// random walk (random dense graphs as above, needs at and around the
-    /// least max-flow).
+    /// random walk (random dense graphs of small capacities, needs at and
+    /// around the least max-flow).
     #[test]
     fn tree_flows_agree_with_max_flows_from_scratch() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut s = Scratch::default();
         let mut tf = TreeFlows::default();
         let (mut yes, mut no, mut undone) = (0, 0, 0);
         for _ in 0..1500 {
-            let n = 2 + (next() % 8) as usize;
-            let mut g = FlowGraph::new(n);
-            for u in 0..n {
-                for v in (0..n).filter(|&v| v != u) {
-                    let c = match next() % 8 {
-                        0 | 1 => 0,
-                        2 => INF,
-                        3..=5 => 1 + next() % 3,
-                        _ => 1 + next() % 20,
-                    };
-                    g.set(u, v, c);
-                }
-            }
+            let g = random_graph(&mut next, 20);
+            let n = g.n;
             let sinks: Vec<usize> = (1..n).collect();
             let flows = g.flows(0, &sinks, &mut s);
             let need = flows.min().saturating_sub(next() % 3).min(INF - 1);
