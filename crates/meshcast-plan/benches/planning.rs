@@ -1,5 +1,5 @@
 //! The planners a Celerity source runs on every repack (many times a second
-//! per session: `pack` and `critical_cut`), timed on random session graphs
+//! per session: `plan`, which is `pack` and `critical_cut` at once), timed on random session graphs
 //! of 4, 8 and 16 members, and the one piece that has public counterparts,
 //! the session's deep-tree rate (the minimum over receivers of an `s`–`t`
 //! max-flow), against `pathfinding`'s Edmonds–Karp and `petgraph`'s Dinic
@@ -22,7 +22,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use meshcast_core::Duration;
-use meshcast_plan::{Model, SessionGraph, critical_cut, pack, session_rate};
+use meshcast_plan::{Model, SessionGraph, critical_cut, pack, plan, session_rate};
 
 const SIZES: [usize; 3] = [4, 8, 16];
 const GRAPHS: usize = 8;
@@ -200,6 +200,10 @@ fn bench(c: &mut Criterion) {
         for (name, model) in [("twohop", Model::TwoHop), ("deep", Model::Deep)] {
             let group = format!("plan/critical_cut/n{n}");
             time_all(c, &group, name, &cs, |g| critical_cut(g, model).rate);
+            time_all(c, &format!("plan/plan/n{n}"), name, &cs, |g| {
+                let (p, cut) = plan(g, model);
+                p.rate + cut.rate
+            });
         }
     }
 }

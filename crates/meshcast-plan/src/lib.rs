@@ -15,5 +15,5 @@ pub mod optimum;
 pub mod packing;
 
 pub use packing::{
-    Cut, Model, Packing, SessionGraph, Tree, WeightedTree, critical_cut, pack, session_rate,
+    Cut, Model, Packing, SessionGraph, Tree, WeightedTree, critical_cut, pack, plan, session_rate,
 };

@@ -39,6 +39,14 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
+    /// After a max-flow from `s` on `n` nodes: the nodes reachable from `s`
+    /// in the residual graph — the source side of a minimum cut.
+    pub(crate) fn source_side(&mut self, n: usize, s: usize) -> Vec<bool> {
+        // A search for no node visits every node reachable from `s`.
+        self.path(n, s, |_| false);
+        self.prev.iter().map(|&p| p != usize::MAX).collect()
+    }
+
     /// Breadth-first search in the residual graph from `from` to the
     /// nearest node `is_target` accepts (not `from` itself); `prev` then
     /// holds the path. `None` when no such node is reachable.
@@ -119,7 +127,7 @@ impl FlowGraph {
     }
 
     /// The maximum `s`–`t` flow. Afterwards `scratch` holds the residual
-    /// graph, from which [`FlowGraph::source_side`] reads a minimum cut.
+    /// graph, from which [`Scratch::source_side`] reads a minimum cut.
     pub(crate) fn max_flow(&self, s: usize, t: usize, scratch: &mut Scratch) -> u64 {
         self.flow_up_to(s, t, INF, scratch)
     }
@@ -130,14 +138,6 @@ impl FlowGraph {
         scratch.resid.clear();
         scratch.resid.extend_from_slice(&self.cap);
         scratch.augment(self.n, s, t, 0, limit)
-    }
-
-    /// After [`FlowGraph::max_flow`] from `s`: the nodes reachable from `s`
-    /// in the residual graph — the source side of a minimum cut.
-    pub(crate) fn source_side(&self, s: usize, scratch: &mut Scratch) -> Vec<bool> {
-        // A search for no node visits every node reachable from `s`.
-        scratch.path(self.n, s, |_| false);
-        scratch.prev.iter().map(|&p| p != usize::MAX).collect()
     }
 
     /// The minimum over `receivers` of the max-flow from `s`, and the
@@ -249,6 +249,25 @@ impl Flows {
     /// The least of the sinks' max-flows (0 without sinks).
     pub(crate) fn min(&self) -> u64 {
         self.value.iter().copied().min().unwrap_or(0)
+    }
+
+    /// The least of the sinks' max-flows from `s` and a minimum cut
+    /// towards the first sink that has it (the nodes on the source side):
+    /// what [`FlowGraph::min_max_flow`] and a max-flow towards that sink
+    /// give for the graph these flows were computed in. `None` without
+    /// sinks.
+    pub(crate) fn least_cut(&self, s: usize, scratch: &mut Scratch) -> Option<(u64, Vec<bool>)> {
+        let nn = self.n * self.n;
+        let (i, &v) = self
+            .value
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, &v)| (v, i))?;
+        scratch.resid.clear();
+        scratch
+            .resid
+            .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+        Some((v, scratch.source_side(self.n, s)))
     }
 
     /// Whether every sink's max-flow from `s` is at least `need` in `g`
@@ -632,7 +651,7 @@ mod tests {
         g.set(2, 3, 3);
         let mut s = Scratch::default();
         assert_eq!(g.max_flow(0, 3, &mut s), 5);
-        let side = g.source_side(0, &mut s);
+        let side = s.source_side(4, 0);
         assert!(side[0]);
         assert!(!side[3]);
         let cut: u64 = (0..4)

@@ -27,7 +27,7 @@
 //! tree then gets the largest rate `δ` that keeps the residual capacity at
 //! `k − δ` (found by bisection — the residual capacity is concave in `δ`).
 
-use crate::maxflow::{FlowGraph, INF, Scratch, TreeFlows};
+use crate::maxflow::{FlowGraph, Flows, INF, Scratch, TreeFlows};
 use meshcast_core::Duration;
 
 /// Which trees a session may use.
@@ -468,11 +468,27 @@ fn mutualcast_cut(g: &SessionGraph<'_>) -> Cut {
 
 /// Pack the session's trees (Algorithm 2 line 1).
 pub fn pack(g: &SessionGraph<'_>, model: Model) -> Packing {
+    packed(g, model, false).0
+}
+
+/// Pack the session's trees and find its critical cut (Algorithm 2 lines
+/// 1–2): [`pack`] and [`critical_cut`] at once, the cut taken from the
+/// receivers' max-flows the packing starts from instead of computing them
+/// again.
+pub fn plan(g: &SessionGraph<'_>, model: Model) -> (Packing, Cut) {
+    let (packing, cut) = packed(g, model, true);
+    (packing, cut.unwrap_or_else(|| critical_cut(g, model)))
+}
+
+/// [`pack`], and with `cut` the critical cut where the packing computes
+/// the max-flows it comes from (the tree models of more than one member).
+fn packed(g: &SessionGraph<'_>, model: Model, cut: bool) -> (Packing, Option<Cut>) {
     g.check();
     if g.n < 2 {
-        return Packing::default();
+        return (Packing::default(), None);
     }
     let s = g.source;
+    let mut the_cut = None;
     let mut trees: Vec<WeightedTree> = match model {
         Model::Star => star(g)
             .filter(|&(r, _)| r > 0)
@@ -506,7 +522,11 @@ pub fn pack(g: &SessionGraph<'_>, model: Model) -> Packing {
         Model::TwoHop => {
             let (fg, recv, sinks) = two_layer_graph(g);
             let k = recv.len();
-            greedy_arborescences(&fg, &sinks, None)
+            let flows = fg.flows(0, &sinks, &mut Scratch::default());
+            if cut {
+                the_cut = Some(two_hop_cut(g, &recv, &flows));
+            }
+            greedy_arborescences(&fg, &sinks, None, flows)
                 .into_iter()
                 .map(|(parent, rate)| {
                     // Fold D_m back onto members: r_i -> occurrence of
@@ -539,8 +559,12 @@ pub fn pack(g: &SessionGraph<'_>, model: Model) -> Packing {
         Model::Deep => {
             let (fg, recv) = deep_graph(g);
             let order = deep_order(g);
+            let flows = fg.flows(0, &recv, &mut Scratch::default());
+            if cut {
+                the_cut = Some(deep_cut(g, &order, &flows));
+            }
             let delay = |a: usize, b: usize| g.delay(order[a], order[b]);
-            greedy_arborescences(&fg, &recv, Some((&delay, g.bound)))
+            greedy_arborescences(&fg, &recv, Some((&delay, g.bound)), flows)
                 .into_iter()
                 .map(|(parent, rate)| {
                     // Occurrences in breadth-first order from the source.
@@ -576,10 +600,11 @@ pub fn pack(g: &SessionGraph<'_>, model: Model) -> Packing {
     }
     merged.sort_by(|a, b| b.rate.cmp(&a.rate).then_with(|| a.tree.cmp(&b.tree)));
     let rate = merged.iter().map(|t| t.rate).sum();
-    Packing {
+    let packing = Packing {
         trees: merged,
         rate,
-    }
+    };
+    (packing, the_cut)
 }
 
 fn star_tree(g: &SessionGraph<'_>) -> Tree {
@@ -600,13 +625,13 @@ fn greedy_arborescences(
     fg: &FlowGraph,
     sinks: &[usize],
     delay: Option<DelayFn<'_>>,
+    // Every sink's max-flow in `fg`, kept in the residual graph: most of
+    // the invariant tests below are answered from them (see `Flows`).
+    mut flows: Flows,
 ) -> Vec<(Vec<Option<usize>>, u64)> {
     let n = fg.n;
     let mut g = fg.clone();
     let mut scratch = Scratch::default();
-    // Every sink's max-flow in the residual graph, kept: most of the
-    // invariant tests below are answered from them (see `Flows`).
-    let mut flows = g.flows(0, sinks, &mut scratch);
     let mut k = flows.min();
     let mut out = Vec::new();
     let mut is_sink = vec![false; n];
@@ -907,47 +932,54 @@ pub fn critical_cut(g: &SessionGraph<'_>, model: Model) -> Cut {
         Model::Mutualcast => mutualcast_cut(g),
         Model::TwoHop => {
             let (fg, recv, sinks) = two_layer_graph(g);
-            let k = recv.len();
-            let (mut relay_side, mut recv_side) = (all(true), all(true));
-            let mut rate = 0;
-            if let Some((r, t)) = fg.min_max_flow(0, &sinks, &mut scratch) {
-                fg.max_flow(0, t, &mut scratch);
-                let side = fg.source_side(0, &mut scratch);
-                for (i, &m) in recv.iter().enumerate() {
-                    relay_side[m] = side[1 + i];
-                    recv_side[m] = side[1 + k + i];
-                }
-                rate = r;
-            }
-            Cut {
-                rate,
-                source: g.source,
-                relay_side,
-                recv_side,
-                source_links_only: false,
-            }
+            two_hop_cut(g, &recv, &fg.flows(0, &sinks, &mut scratch))
         }
         Model::Deep => {
             let (fg, recv) = deep_graph(g);
-            let order = deep_order(g);
-            let mut sides = all(true);
-            let mut rate = 0;
-            if let Some((r, t)) = fg.min_max_flow(0, &recv, &mut scratch) {
-                fg.max_flow(0, t, &mut scratch);
-                let side = fg.source_side(0, &mut scratch);
-                for (a, &m) in order.iter().enumerate() {
-                    sides[m] = side[a];
-                }
-                rate = r;
-            }
-            Cut {
-                rate,
-                source: g.source,
-                relay_side: sides.clone(),
-                recv_side: sides,
-                source_links_only: false,
-            }
+            deep_cut(g, &deep_order(g), &fg.flows(0, &recv, &mut scratch))
         }
+    }
+}
+
+/// The critical cut of the 2-hop model from the receivers' max-flows in
+/// the two-layer graph (`recv`: its receivers).
+fn two_hop_cut(g: &SessionGraph<'_>, recv: &[usize], flows: &Flows) -> Cut {
+    let k = recv.len();
+    let (mut relay_side, mut recv_side) = (vec![true; g.n], vec![true; g.n]);
+    let mut rate = 0;
+    if let Some((r, side)) = flows.least_cut(0, &mut Scratch::default()) {
+        for (i, &m) in recv.iter().enumerate() {
+            relay_side[m] = side[1 + i];
+            recv_side[m] = side[1 + k + i];
+        }
+        rate = r;
+    }
+    Cut {
+        rate,
+        source: g.source,
+        relay_side,
+        recv_side,
+        source_links_only: false,
+    }
+}
+
+/// The critical cut of the deep model from the receivers' max-flows in
+/// the overlay graph (`order`: the members in its nodes' order).
+fn deep_cut(g: &SessionGraph<'_>, order: &[usize], flows: &Flows) -> Cut {
+    let mut sides = vec![true; g.n];
+    let mut rate = 0;
+    if let Some((r, side)) = flows.least_cut(0, &mut Scratch::default()) {
+        for (a, &m) in order.iter().enumerate() {
+            sides[m] = side[a];
+        }
+        rate = r;
+    }
+    Cut {
+        rate,
+        source: g.source,
+        relay_side: sides.clone(),
+        recv_side: sides,
+        source_links_only: false,
     }
 }
 

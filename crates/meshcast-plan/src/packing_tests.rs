@@ -188,6 +188,49 @@ proptest! {
         prop_assert_eq!(critical_cut(&g, Model::TwoHop).rate, r);
     }
 
+    /// `plan` gives what `pack` and `critical_cut` give, and the cut taken
+    /// from the packing's kept flows is the minimum cut a max-flow from
+    /// scratch towards the first receiver with the least max-flow finds
+    /// (rates coarse enough that receivers often tie).
+    #[test]
+    fn plan_is_pack_and_critical_cut((n, s, rates, delays) in rates_and_delays(6)) {
+        // Rates in whole Mbit/s, so that receivers tie.
+        let rates: Vec<u64> = rates.iter().map(|r| r / 1_000_000 * 1_000_000).collect();
+        let g = graph(n, s, &rates, &delays);
+        for model in [Model::TwoHop, Model::Deep, Model::Star, Model::Mutualcast] {
+            let (p, cut) = plan(&g, model);
+            prop_assert_eq!(&p, &pack(&g, model));
+            prop_assert_eq!(&cut, &critical_cut(&g, model));
+            let mut scratch = Scratch::default();
+            let (fg, sinks, members): (FlowGraph, Vec<usize>, Vec<usize>) = match model {
+                Model::TwoHop => {
+                    let (fg, recv, sinks) = two_layer_graph(&g);
+                    (fg, sinks, recv)
+                }
+                Model::Deep => {
+                    let (fg, recv) = deep_graph(&g);
+                    (fg, recv, deep_order(&g))
+                }
+                _ => continue,
+            };
+            let Some((r, t)) = fg.min_max_flow(0, &sinks, &mut scratch) else {
+                continue;
+            };
+            fg.max_flow(0, t, &mut scratch);
+            let side = scratch.source_side(fg.n, 0);
+            prop_assert_eq!(cut.rate, r);
+            let k = g.n - 1;
+            for (a, &m) in members.iter().enumerate() {
+                if model == Model::TwoHop {
+                    prop_assert_eq!(cut.relay_side[m], side[1 + a]);
+                    prop_assert_eq!(cut.recv_side[m], side[1 + k + a]);
+                } else {
+                    prop_assert_eq!(cut.relay_side[m], side[a]);
+                }
+            }
+        }
+    }
+
     /// Without a binding delay bound, deep trees pack the min max-flow
     /// (Edmonds), which is never below the 2-hop rate.
     #[test]

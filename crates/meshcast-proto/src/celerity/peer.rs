@@ -3272,8 +3272,7 @@ impl CelerityPeer {
                     delays: &delays,
                     bound: p.delay_bound,
                 };
-                let packing = meshcast_plan::pack(&g, self.cfg.model);
-                let cut = meshcast_plan::critical_cut(&g, self.cfg.model);
+                let (packing, cut) = meshcast_plan::plan(&g, self.cfg.model);
                 Plan {
                     members: members.clone(),
                     rates,
