@@ -1,9 +1,9 @@
 //! The planners a Celerity source runs on every repack (many times a second
-//! per session: `plan`, which is `pack` and `critical_cut` at once), timed on random session graphs
-//! of 4, 8 and 16 members, and the one piece that has public counterparts,
-//! the session's deep-tree rate (the minimum over receivers of an `s`–`t`
-//! max-flow), against `pathfinding`'s Edmonds–Karp and `petgraph`'s Dinic
-//! on the same graphs in the same run.
+//! per session: `plan`, which is `pack` and `critical_cut` at once), timed
+//! on random session graphs of 4, 8 and 16 members, and the one piece that
+//! has public counterparts, the session's deep-tree rate (the minimum over
+//! receivers of an `s`–`t` max-flow), against `pathfinding`'s Edmonds–Karp
+//! and `petgraph`'s Dinic on the same graphs in the same run.
 //!
 //! No public crate packs delay-bounded multicast trees or computes
 //! Celerity's critical cut, so those are timed alone.

@@ -575,9 +575,9 @@ impl TreeFlows {
 
 impl Scratch {
     /// Take `d` units off each edge of `edges` (finite, distinct) in the
-    /// `s`–`t` flow whose residual graph on `n` nodes `resid` holds: each overfull
-    /// edge gives back its excess, and [`rebalance`] reroutes it (see
-    /// [`Flows`]). `None` if a path that must exist was not found.
+    /// `s`–`t` flow whose residual graph on `n` nodes `resid` holds: each
+    /// overfull edge gives back its excess, and [`rebalance`] reroutes it
+    /// (see [`Flows`]). `None` if a path that must exist was not found.
     fn cut_back(
         &mut self,
         n: usize,
@@ -662,10 +662,6 @@ mod tests {
         assert_eq!(cut, 5);
     }
 
-    /// The kept flows answer exactly what max-flows from scratch answer on
-    /// the reduced graph, and their repair never falls back on its guard:
-    /// random dense graphs (some edges infinite, many small so that edges
-    /// overflow when they lose), random edge sets losing random amounts.
     /// A xorshift generator from `seed`.
     fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
         move || {
@@ -696,6 +692,10 @@ mod tests {
         g
     }
 
+    /// The kept flows answer exactly what max-flows from scratch answer on
+    /// the reduced graph, and their repair never falls back on its guard:
+    /// random dense graphs (some edges infinite, many small so that edges
+    /// overflow when they lose), random edge sets losing random amounts.
     #[test]
     fn kept_flows_agree_with_max_flows_from_scratch() {
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);

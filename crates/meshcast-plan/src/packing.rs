@@ -489,6 +489,9 @@ fn packed(g: &SessionGraph<'_>, model: Model, cut: bool) -> (Packing, Option<Cut
     }
     let s = g.source;
     let mut the_cut = None;
+    // One set of buffers for the receivers' max-flows, the cut and the
+    // packing.
+    let mut scratch = Scratch::default();
     let mut trees: Vec<WeightedTree> = match model {
         Model::Star => star(g)
             .filter(|&(r, _)| r > 0)
@@ -522,11 +525,11 @@ fn packed(g: &SessionGraph<'_>, model: Model, cut: bool) -> (Packing, Option<Cut
         Model::TwoHop => {
             let (fg, recv, sinks) = two_layer_graph(g);
             let k = recv.len();
-            let flows = fg.flows(0, &sinks, &mut Scratch::default());
+            let flows = fg.flows(0, &sinks, &mut scratch);
             if cut {
-                the_cut = Some(two_hop_cut(g, &recv, &flows));
+                the_cut = Some(two_hop_cut(g, &recv, &flows, &mut scratch));
             }
-            greedy_arborescences(&fg, &sinks, None, flows)
+            greedy_arborescences(&fg, &sinks, None, flows, &mut scratch)
                 .into_iter()
                 .map(|(parent, rate)| {
                     // Fold D_m back onto members: r_i -> occurrence of
@@ -559,12 +562,12 @@ fn packed(g: &SessionGraph<'_>, model: Model, cut: bool) -> (Packing, Option<Cut
         Model::Deep => {
             let (fg, recv) = deep_graph(g);
             let order = deep_order(g);
-            let flows = fg.flows(0, &recv, &mut Scratch::default());
+            let flows = fg.flows(0, &recv, &mut scratch);
             if cut {
-                the_cut = Some(deep_cut(g, &order, &flows));
+                the_cut = Some(deep_cut(g, &order, &flows, &mut scratch));
             }
             let delay = |a: usize, b: usize| g.delay(order[a], order[b]);
-            greedy_arborescences(&fg, &recv, Some((&delay, g.bound)), flows)
+            greedy_arborescences(&fg, &recv, Some((&delay, g.bound)), flows, &mut scratch)
                 .into_iter()
                 .map(|(parent, rate)| {
                     // Occurrences in breadth-first order from the source.
@@ -628,10 +631,10 @@ fn greedy_arborescences(
     // Every sink's max-flow in `fg`, kept in the residual graph: most of
     // the invariant tests below are answered from them (see `Flows`).
     mut flows: Flows,
+    scratch: &mut Scratch,
 ) -> Vec<(Vec<Option<usize>>, u64)> {
     let n = fg.n;
     let mut g = fg.clone();
-    let mut scratch = Scratch::default();
     let mut k = flows.min();
     let mut out = Vec::new();
     let mut is_sink = vec![false; n];
@@ -653,7 +656,7 @@ fn greedy_arborescences(
             tree_flows: &mut tree_flows,
             is_sink: &is_sink,
             delay: delay.as_ref(),
-            scratch: &mut scratch,
+            scratch: &mut *scratch,
             budget: 8 * n * n,
         };
         let mut exact = try_exact && search.grow(&mut st, true);
@@ -702,12 +705,12 @@ fn greedy_arborescences(
                 flows.all_reach_after(&g, 0, sinks, tree, d, k - d, scratch)
             };
             let (mut lo, mut hi) = (1u64, bottleneck);
-            if fits(hi, &mut scratch) {
+            if fits(hi, scratch) {
                 lo = hi;
             } else {
                 while hi - lo > 1 {
                     let mid = lo + (hi - lo) / 2;
-                    if fits(mid, &mut scratch) {
+                    if fits(mid, scratch) {
                         lo = mid;
                     } else {
                         hi = mid;
@@ -718,7 +721,7 @@ fn greedy_arborescences(
         } else {
             bottleneck
         };
-        flows.follow(&g, 0, sinks, edges.iter().copied(), rate, &mut scratch);
+        flows.follow(&g, 0, sinks, edges.iter().copied(), rate, scratch);
         for &(u, v) in &edges {
             let c = g.get(u, v);
             if c < INF {
@@ -932,22 +935,24 @@ pub fn critical_cut(g: &SessionGraph<'_>, model: Model) -> Cut {
         Model::Mutualcast => mutualcast_cut(g),
         Model::TwoHop => {
             let (fg, recv, sinks) = two_layer_graph(g);
-            two_hop_cut(g, &recv, &fg.flows(0, &sinks, &mut scratch))
+            let flows = fg.flows(0, &sinks, &mut scratch);
+            two_hop_cut(g, &recv, &flows, &mut scratch)
         }
         Model::Deep => {
             let (fg, recv) = deep_graph(g);
-            deep_cut(g, &deep_order(g), &fg.flows(0, &recv, &mut scratch))
+            let flows = fg.flows(0, &recv, &mut scratch);
+            deep_cut(g, &deep_order(g), &flows, &mut scratch)
         }
     }
 }
 
 /// The critical cut of the 2-hop model from the receivers' max-flows in
 /// the two-layer graph (`recv`: its receivers).
-fn two_hop_cut(g: &SessionGraph<'_>, recv: &[usize], flows: &Flows) -> Cut {
+fn two_hop_cut(g: &SessionGraph<'_>, recv: &[usize], flows: &Flows, scratch: &mut Scratch) -> Cut {
     let k = recv.len();
     let (mut relay_side, mut recv_side) = (vec![true; g.n], vec![true; g.n]);
     let mut rate = 0;
-    if let Some((r, side)) = flows.least_cut(0, &mut Scratch::default()) {
+    if let Some((r, side)) = flows.least_cut(0, scratch) {
         for (i, &m) in recv.iter().enumerate() {
             relay_side[m] = side[1 + i];
             recv_side[m] = side[1 + k + i];
@@ -965,10 +970,10 @@ fn two_hop_cut(g: &SessionGraph<'_>, recv: &[usize], flows: &Flows) -> Cut {
 
 /// The critical cut of the deep model from the receivers' max-flows in
 /// the overlay graph (`order`: the members in its nodes' order).
-fn deep_cut(g: &SessionGraph<'_>, order: &[usize], flows: &Flows) -> Cut {
+fn deep_cut(g: &SessionGraph<'_>, order: &[usize], flows: &Flows, scratch: &mut Scratch) -> Cut {
     let mut sides = vec![true; g.n];
     let mut rate = 0;
-    if let Some((r, side)) = flows.least_cut(0, &mut Scratch::default()) {
+    if let Some((r, side)) = flows.least_cut(0, scratch) {
         for (a, &m) in order.iter().enumerate() {
             sides[m] = side[a];
         }
