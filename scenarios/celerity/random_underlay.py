@@ -5,7 +5,8 @@
 writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
 routers joined by a random spanning tree plus up to as many extra links,
 4-8 participants (9-16 in the large family) each on an access link to a
-random router, queues of a quarter second (at least 15 kB), 200 s with the window [100, 200].
+random router, queues of a quarter second (at least 15 kB), 200 s with
+the window [100, 200].
 Compare each session's `recv_kbps_min` with its `optimum_kbps`:
 score_underlays.py OUT_DIR/*.toml does it for the lot.
 
