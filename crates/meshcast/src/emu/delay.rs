@@ -9,9 +9,27 @@
 //! of one direction in order. It works at layer 2, so ARP and every other
 //! protocol pass as on a wire. Each frame travels with its virtio-net
 //! header (`PACKET_VNET_HDR`), which keeps the checksum-offload state the
-//! veth gave it, so checksums stay right end to end. Capacity and the drop-tail queue are the
-//! kernel's (htb and a fifo on the outer ends, before the delay), as on a
-//! real link: queue, serialisation, propagation.
+//! veth gave it, so checksums stay right end to end. The drop-tail queue
+//! and the rate are the kernel's (htb and a fifo on the outer ends, before
+//! the delay), as on a real link: queue, serialisation, propagation.
+//!
+//! **Serialisation.** htb spaces a backlogged link's frames at its rate,
+//! but it lets a frame through at once when its bucket holds the frame's
+//! tokens (its burst is one full frame), and a veth sends at once: over an
+//! idle 600-kbit/s htb link a 1400-byte datagram took 0.2 ms one way, where
+//! a wire of that rate takes 18.7 ms to send it. The simulator's links
+//! (and a real wire) take the frame's time on the wire every time, and
+//! Celerity reads that time (a tail's `serialisation`, the difference of
+//! its data and control packets' base delays, sizes packets and sets the
+//! gain floor). So the element serialises each direction itself: a frame
+//! is on the wire from when it arrives or the direction's previous frame
+//! is done, whichever is later, for its IP packet's bits at the
+//! direction's rate ([`Hop::rate_ab`]), and is sent on that long plus the
+//! propagation delay later. Since htb already paces a backlogged link at
+//! the same rate, the frame htb releases is the one whose turn on the wire
+//! it is, and the element's own wait is at most what htb's burst let
+//! through early (about one frame); it is the htb fifo that queues and
+//! drops, as the simulator's queue does.
 //!
 //! Frames are stamped when the thread wakes for them and released by a
 //! `ppoll` timeout with nanosecond resolution; on an idle machine both are
@@ -53,6 +71,11 @@ pub struct Hop {
     pub delay_ab: Option<Duration>,
     /// Delay from `b` to `a` (`None` as for `delay_ab`).
     pub delay_ba: Option<Duration>,
+    /// The rate from `a` to `b` in bit/s, at which a frame's IP packet is
+    /// serialised (the module's doc; 0: not at all).
+    pub rate_ab: u64,
+    /// The rate from `b` to `a` (as `rate_ab`).
+    pub rate_ba: u64,
     /// Probability that a frame from `a` to `b` is lost.
     pub loss_ab: f64,
     /// Probability that a frame from `b` to `a` is lost.
@@ -87,8 +110,18 @@ pub struct DelayCounters {
 pub struct DelayLine {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<io::Result<DelayCounters>>>,
-    /// Drop patterns for the thread to take up: (direction, period).
-    patterns: std::sync::mpsc::Sender<(usize, Option<u32>)>,
+    /// Changes for the thread to take up.
+    changes: std::sync::mpsc::Sender<Change>,
+}
+
+/// A change to one direction (`2 * hop` is a to b, `2 * hop + 1` b to a)
+/// that the element's thread takes up within a tick.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// Drop every k-th frame from now on (`None`: stop dropping).
+    DropEvery(usize, Option<u32>),
+    /// Serialise at this many bit/s from now on.
+    Rate(usize, u64),
 }
 
 impl DelayLine {
@@ -99,7 +132,7 @@ impl DelayLine {
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let flag = stop.clone();
-        let (patterns, pattern_rx) = std::sync::mpsc::channel();
+        let (changes, change_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("meshcast-delay".into())
             .spawn(move || {
@@ -120,7 +153,7 @@ impl DelayLine {
                         return Err(e);
                     }
                 };
-                let mut counters = run(&sockets, &hops, seed, &flag, &pattern_rx)?;
+                let mut counters = run(&sockets, &hops, seed, &flag, &change_rx)?;
                 counters.realtime = realtime;
                 Ok(counters)
             })?;
@@ -128,7 +161,7 @@ impl DelayLine {
             Ok(Ok(())) => Ok(DelayLine {
                 stop,
                 thread: Some(thread),
-                patterns,
+                changes,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -145,8 +178,19 @@ impl DelayLine {
     /// from this call as the simulator counts from the event. The thread
     /// takes it up within one tick (20 ms).
     pub fn drop_every(&self, hop: usize, dir: usize, every: Option<u32>) -> io::Result<()> {
-        self.patterns
-            .send((2 * hop + dir, every))
+        self.change(Change::DropEvery(2 * hop + dir, every))
+    }
+
+    /// From now on serialise direction `dir` of hop `hop` (as for
+    /// [`drop_every`](Self::drop_every)) at `bps` bit/s: a capacity change.
+    /// The frame on the wire keeps the rate it started at.
+    pub fn set_rate(&self, hop: usize, dir: usize, bps: u64) -> io::Result<()> {
+        self.change(Change::Rate(2 * hop + dir, bps))
+    }
+
+    fn change(&self, c: Change) -> io::Result<()> {
+        self.changes
+            .send(c)
             .map_err(|_| io::Error::other("the delay thread has ended"))
     }
 
@@ -377,18 +421,70 @@ fn wait(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<()> {
 /// Longest wait between checks of the stop flag.
 const TICK: Duration = Duration::from_millis(20);
 
+/// The virtio-net header in front of every frame (`PACKET_VNET_HDR`:
+/// `struct virtio_net_hdr`, 10 bytes).
+const VNET_HDR: usize = 10;
+/// An Ethernet header (no VLAN tag here).
+const ETH_HDR: usize = 14;
+
+/// The IP packet's bytes in `frame` (a frame as the element reads it,
+/// virtio-net header first): an IPv4 packet's total length, otherwise
+/// everything after the Ethernet header. These are the bytes htb counts
+/// (its size table takes the Ethernet header off) and the simulator's
+/// links carry.
+fn ip_bytes(frame: &[u8]) -> usize {
+    let eth = frame.get(VNET_HDR..).unwrap_or(&[]);
+    let rest = eth.len().saturating_sub(ETH_HDR);
+    match eth {
+        [
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            _,
+            0x08,
+            0x00,
+            _,
+            _,
+            hi,
+            lo,
+            ..,
+        ] => usize::from(u16::from_be_bytes([*hi, *lo])).min(rest),
+        _ => rest,
+    }
+}
+
+/// How long `bytes` take on a wire of `bps` bit/s (nothing at 0).
+fn wire_time(bytes: usize, bps: u64) -> Duration {
+    if bps == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_nanos((bytes as u64 * 8 * 1_000_000_000).div_ceil(bps))
+}
+
 fn run(
     sockets: &[HopSockets],
     hops: &[Hop],
     seed: u64,
     stop: &AtomicBool,
-    patterns: &std::sync::mpsc::Receiver<(usize, Option<u32>)>,
+    changes: &std::sync::mpsc::Receiver<Change>,
 ) -> io::Result<DelayCounters> {
     let dirs = hops.len() * 2;
     // Per direction: drop every k-th frame (0: none), and frames since the
     // pattern was set.
     let mut every = vec![0u32; dirs];
     let mut since = vec![0u32; dirs];
+    // Per direction: its rate (bit/s), and when the frame last put on its
+    // wire is done.
+    let mut rate: Vec<u64> = hops.iter().flat_map(|h| [h.rate_ab, h.rate_ba]).collect();
+    let mut wire_free = vec![Instant::now(); dirs];
     let mut rng = rng_from_seed(child_seed(seed, "emu:delay"));
     let mut held: Vec<VecDeque<(Instant, Vec<u8>)>> = vec![VecDeque::new(); dirs];
     let mut counters = DelayCounters {
@@ -419,10 +515,14 @@ fn run(
         .collect();
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) {
-        while let Ok((d, k)) = patterns.try_recv() {
-            if d < dirs {
-                every[d] = k.unwrap_or(0);
-                since[d] = 0;
+        while let Ok(c) = changes.try_recv() {
+            match c {
+                Change::DropEvery(d, k) if d < dirs => {
+                    every[d] = k.unwrap_or(0);
+                    since[d] = 0;
+                }
+                Change::Rate(d, bps) if d < dirs => rate[d] = bps,
+                _ => {}
             }
         }
         let now = Instant::now();
@@ -461,6 +561,9 @@ fn run(
                     counters.wrong_way[d] += 1;
                     continue;
                 };
+                // On the wire (lost or not) once the previous frame is.
+                let done = arrived.max(wire_free[d]) + wire_time(ip_bytes(&buf[..n]), rate[d]);
+                wire_free[d] = done;
                 let patterned = every[d] > 0 && {
                     since[d] += 1;
                     since[d] % every[d] == 0
@@ -470,9 +573,46 @@ fn run(
                     counters.lost[d] += 1;
                     continue;
                 }
-                held[d].push_back((arrived + delay, buf[..n].to_vec()));
+                held[d].push_back((done + delay, buf[..n].to_vec()));
             }
         }
     }
     Ok(counters)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame as the element reads it: virtio-net header, Ethernet header
+    /// of `ethertype`, then `payload`.
+    fn frame(ethertype: [u8; 2], payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; VNET_HDR + 12];
+        f.extend_from_slice(&ethertype);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn a_frame_counts_its_ip_packet() {
+        // An IPv4 packet of 32 bytes padded to Ethernet's 46-byte minimum:
+        // the padding is not the packet's.
+        let mut ip = vec![0u8; 46];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&32u16.to_be_bytes());
+        assert_eq!(ip_bytes(&frame([0x08, 0x00], &ip)), 32);
+        // A length past the frame (a truncated read) counts what is there.
+        ip[2..4].copy_from_slice(&1400u16.to_be_bytes());
+        assert_eq!(ip_bytes(&frame([0x08, 0x00], &ip)), 46);
+        // Anything else (ARP) counts everything after the Ethernet header.
+        assert_eq!(ip_bytes(&frame([0x08, 0x06], &[0u8; 28])), 28);
+        assert_eq!(ip_bytes(&[0u8; 5]), 0);
+    }
+
+    #[test]
+    fn a_packet_takes_its_bits_at_the_rate() {
+        assert_eq!(wire_time(1400, 1_000_000), Duration::from_micros(11_200));
+        assert_eq!(wire_time(1400, 480_000), Duration::from_nanos(23_333_334));
+        assert_eq!(wire_time(1400, 0), Duration::ZERO);
+    }
 }

@@ -16,7 +16,8 @@
 //! Each outer end shapes its direction: htb at the direction's capacity
 //! over a pfifo/bfifo of the scenario's queue limit (with a size table
 //! that takes the 14-byte Ethernet header off, so rates and byte limits
-//! count IP packets as the simulator does). Routes are the simulator's own
+//! count IP packets as the simulator does; the delay element serialises
+//! each frame at the same rate, [`super::delay`]). Routes are the simulator's own
 //! next-hop tables ([`meshcast_sim::routing::Routes`]), one /32 per
 //! destination node with this node's address as source; only routers
 //! forward. IPv6 is off everywhere so nothing but the experiment's traffic
@@ -322,11 +323,14 @@ impl Underlay {
             };
             let delay = |side| p(side).map(|p| std::time::Duration::from_nanos(p.delay.as_nanos()));
             let loss = |side| p(side).map_or(0.0, |p| p.loss);
+            let rate = |side| p(side).map_or(0, |p| p.capacity.as_bps());
             hops.push(Hop {
                 a: format!("a{n}"),
                 b: format!("b{n}"),
                 delay_ab: delay(0),
                 delay_ba: delay(1),
+                rate_ab: rate(0),
+                rate_ba: rate(1),
                 loss_ab: loss(0),
                 loss_ba: loss(1),
             });
@@ -513,10 +517,16 @@ impl Underlay {
         Ok(())
     }
 
-    /// Change declared link `n`'s capacity (both directions).
+    /// Change declared link `n`'s capacity (both directions): the htb
+    /// shapers and the delay element's serialisation.
     pub fn set_capacity(&self, n: usize, rate: Rate) -> anyhow::Result<()> {
         let bits = format!("{}bit", rate.as_bps().max(8));
-        for d in &self.directions[n] {
+        let delay = self
+            .delay
+            .as_ref()
+            .context("the delay element is not running")?;
+        for (side, d) in self.directions[n].iter().enumerate() {
+            delay.set_rate(n, side, rate.as_bps())?;
             let from = self.net.links()[d.index()].from.index();
             run_cmd(
                 "tc",
