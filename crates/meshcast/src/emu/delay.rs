@@ -433,30 +433,13 @@ const ETH_HDR: usize = 14;
 /// (its size table takes the Ethernet header off) and the simulator's
 /// links carry.
 fn ip_bytes(frame: &[u8]) -> usize {
-    let eth = frame.get(VNET_HDR..).unwrap_or(&[]);
-    let rest = eth.len().saturating_sub(ETH_HDR);
-    match eth {
-        [
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            _,
-            0x08,
-            0x00,
-            _,
-            _,
-            hi,
-            lo,
-            ..,
-        ] => usize::from(u16::from_be_bytes([*hi, *lo])).min(rest),
+    let rest = frame.len().saturating_sub(VNET_HDR + ETH_HDR);
+    // The Ethernet header's type, then the IPv4 header's total length.
+    let at = |i: usize| frame.get(VNET_HDR + i).copied();
+    match (at(12), at(13), at(ETH_HDR + 2), at(ETH_HDR + 3)) {
+        (Some(0x08), Some(0x00), Some(hi), Some(lo)) => {
+            usize::from(u16::from_be_bytes([hi, lo])).min(rest)
+        }
         _ => rest,
     }
 }
