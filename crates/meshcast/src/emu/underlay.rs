@@ -17,10 +17,10 @@
 //! over a pfifo/bfifo of the scenario's queue limit (with a size table
 //! that takes the 14-byte Ethernet header off, so rates and byte limits
 //! count IP packets as the simulator does; the delay element serialises
-//! each frame at the same rate, [`super::delay`]). Routes are the simulator's own
-//! next-hop tables ([`meshcast_sim::routing::Routes`]), one /32 per
-//! destination node with this node's address as source; only routers
-//! forward. IPv6 is off everywhere so nothing but the experiment's traffic
+//! each frame at the same rate, [`super::delay`]). Routes are the
+//! simulator's own next-hop tables ([`meshcast_sim::routing::Routes`]),
+//! one /32 per destination node with this node's address as source; only
+//! routers forward. IPv6 is off everywhere so nothing but the experiment's traffic
 //! crosses the links.
 //!
 //! [`Underlay`] removes every namespace it made when dropped (and with
