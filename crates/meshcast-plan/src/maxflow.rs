@@ -39,6 +39,13 @@ pub(crate) struct Scratch {
 }
 
 impl Scratch {
+    /// Start from the residual graph `resid` (a capacity matrix, or a kept
+    /// flow's residual graph).
+    fn load(&mut self, resid: &[u64]) {
+        self.resid.clear();
+        self.resid.extend_from_slice(resid);
+    }
+
     /// After a max-flow from `s` on `n` nodes: the nodes reachable from `s`
     /// in the residual graph — the source side of a minimum cut.
     pub(crate) fn source_side(&mut self, n: usize, s: usize) -> Vec<bool> {
@@ -135,8 +142,7 @@ impl FlowGraph {
     /// The `s`–`t` flow, augmented only until it reaches `limit`: the
     /// maximum flow when that is less, else at least `limit`.
     fn flow_up_to(&self, s: usize, t: usize, limit: u64, scratch: &mut Scratch) -> u64 {
-        scratch.resid.clear();
-        scratch.resid.extend_from_slice(&self.cap);
+        scratch.load(&self.cap);
         scratch.augment(self.n, s, t, 0, limit)
     }
 
@@ -263,10 +269,7 @@ impl Flows {
             .iter()
             .enumerate()
             .min_by_key(|&(i, &v)| (v, i))?;
-        scratch.resid.clear();
-        scratch
-            .resid
-            .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+        scratch.load(&self.resid[i * nn..(i + 1) * nn]);
         Some((v, scratch.source_side(self.n, s)))
     }
 
@@ -363,10 +366,7 @@ impl Flows {
         scratch: &mut Scratch,
     ) -> Option<u64> {
         let nn = self.n * self.n;
-        scratch.resid.clear();
-        scratch
-            .resid
-            .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+        scratch.load(&self.resid[i * nn..(i + 1) * nn]);
         scratch.cut_back(self.n, s, t, edges.clone(), d)?;
         // The edges into the sink have lost `d` each.
         let into = edges.filter(|&(_, b)| b == t).count() as u64;
@@ -480,10 +480,7 @@ impl TreeFlows {
                 continue;
             }
             let t = self.sinks[i];
-            scratch.resid.clear();
-            scratch
-                .resid
-                .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+            scratch.load(&self.resid[i * nn..(i + 1) * nn]);
             let edges = self.pending[i].iter().copied().chain(std::iter::once(e));
             let lost = self.lost_into[i] + edges.clone().filter(|&(_, b)| b == t).count() as u64;
             let value = match scratch.cut_back(n, s, t, edges, 1) {
