@@ -403,7 +403,7 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
     }
     let run = run.map_err(|error| Failure { status: 1, error })?;
     let emulation = run.emulation();
-    for w in meshcast::emu::warnings(&emulation.delay_element) {
+    for w in meshcast::emu::warnings(&emulation) {
         eprintln!("warning: {w}");
     }
     report(&args, &sc, &run.stats, run.wall_s, &out, Some(emulation))

@@ -3,6 +3,7 @@
 //! another user they say so and pass without running.
 
 use meshcast::emu::delay::{enter_netns, realtime_priority};
+use meshcast::emu::machine::{CpuTimes, STOLEN_WARNING};
 use meshcast::emu::underlay::{Underlay, node_addr};
 use meshcast::scenario::Scenario;
 use std::net::{SocketAddr, UdpSocket};
@@ -131,13 +132,49 @@ fn round_trips(a_ns: PathBuf, b: SocketAddr, payload: usize, count: u32) -> Vec<
     .expect("probe thread")
 }
 
+/// How many times a real-time measurement is tried before giving up on
+/// one the hypervisor left alone.
+const TRIES: usize = 6;
+
+/// `measure` until a try during which the machine's hypervisor took no
+/// more than [`STOLEN_WARNING`] of its CPU time (steal, [`CpuTimes`]), at
+/// most [`TRIES`] times: every try, and whether the last was such a
+/// clean one. While the hypervisor takes CPU time nothing in the machine
+/// runs, real-time threads included, so a timing taken meanwhile is the
+/// host's and not the code's; steal only ever adds time, so a lower
+/// bound holds in every try.
+fn until_unstolen<T>(mut measure: impl FnMut() -> T) -> (Vec<T>, bool) {
+    let mut tries = Vec::new();
+    for k in 1..=TRIES {
+        let before = CpuTimes::now();
+        tries.push(measure());
+        let share = before.and_then(|a| CpuTimes::now().and_then(|b| b.stolen_since(&a)));
+        match share {
+            Some(s) if s > STOLEN_WARNING => eprintln!(
+                "try {k}: the hypervisor took {:.1}% of the CPU time meanwhile; measuring again",
+                s * 100.0
+            ),
+            _ => return (tries, true),
+        }
+    }
+    eprintln!(
+        "the hypervisor took more than {:.0}% of the CPU time in each of {TRIES} tries: \
+         only the timings' lower bounds are checked",
+        STOLEN_WARNING * 100.0
+    );
+    (tries, false)
+}
+
 /// The element's round trip. It and the test's echo and probe run at
 /// real-time priority, so the figures are the element's and not the
-/// scheduler's treatment of the test's own threads: at normal priority a
-/// CI run once measured p90 105.3 ms (cause not traced: churning
-/// namespaces beside the test does not reproduce it), and eight busy
-/// processes on the machine give median 104.0 and p90 112.0 (with the
-/// element alone at real-time priority: p90 104.0; all three: 100.3).
+/// scheduler's treatment of the test's own threads: eight busy processes
+/// on the machine gave median 104.0 and p90 112.0 at normal priority
+/// (with the element alone at real-time priority: p90 104.0; all three:
+/// 100.3). Nor are they the host's: on the project's virtual machines a
+/// hypervisor taking 2.5–5.5% of the CPU time gave p90 106–110 ms (and
+/// CI runs failed on 105.3 and 105.4), against 101.6–102.5 while it took
+/// under 1%, so the tails are judged on a try it left alone
+/// ([`until_unstolen`]).
 #[test]
 fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
     if !root() {
@@ -150,16 +187,24 @@ fn the_delay_element_gives_links_their_delay_and_teardown_leaves_nothing() {
     let b = SocketAddr::from((node_addr(1), 7000));
     let echoing = echo(u.netns_path(1), b);
     // Two hops of 20 and 30 ms each way: 100 ms round trip.
-    let rtts = round_trips(u.netns_path(0), b, 4, 40);
-    let mut sorted = rtts.clone();
-    sorted.sort_by(f64::total_cmp);
-    let (min, median, p90) = (sorted[0], sorted[20], sorted[36]);
-    eprintln!("round trip over 50 ms each way: min {min:.2} median {median:.2} p90 {p90:.2} ms");
-    assert!(
-        min >= 99.9,
-        "a round trip shorter than the delays: {rtts:?}"
-    );
-    assert!(median <= 105.0 && p90 <= 105.0, "{rtts:?}");
+    let (tries, clean) = until_unstolen(|| round_trips(u.netns_path(0), b, 4, 40));
+    for rtts in &tries {
+        let mut sorted = rtts.clone();
+        sorted.sort_by(f64::total_cmp);
+        let (min, median, p90) = (sorted[0], sorted[20], sorted[36]);
+        eprintln!(
+            "round trip over 50 ms each way: min {min:.2} median {median:.2} p90 {p90:.2} ms"
+        );
+        assert!(
+            min >= 99.9,
+            "a round trip shorter than the delays: {rtts:?}"
+        );
+    }
+    if clean {
+        let mut sorted = tries.last().expect("one try at least").clone();
+        sorted.sort_by(f64::total_cmp);
+        assert!(sorted[20] <= 105.0 && sorted[36] <= 105.0, "{sorted:?}");
+    }
     drop(echoing);
     let c = u.teardown().expect("teardown");
     drop(u);
@@ -199,22 +244,23 @@ fn links_take_each_packet_its_time_on_the_wire() {
         rtts.sort_by(f64::total_cmp);
         (rtts[0], rtts[10])
     };
-    // 28 bytes of IP and UDP headers.
-    let (small_min, small_median) = stats(4);
-    let (large_min, large_median) = stats(1400 - 28);
+    // 28 bytes of IP and UDP headers. The floors hold in every try, the
+    // ceilings in one the hypervisor left alone.
+    let (tries, clean) = until_unstolen(|| (stats(4), stats(1400 - 28)));
     drop(echoing);
-    eprintln!(
-        "round trips over 1 Mbit/s: 32 IP bytes min {small_min:.2} median {small_median:.2} ms, \
-         1400 min {large_min:.2} median {large_median:.2} ms"
-    );
-    assert!(
-        (100.9..106.0).contains(&small_min) && small_median < 106.0,
-        "{small_min} {small_median}"
-    );
-    assert!(
-        (144.7..150.0).contains(&large_min) && large_median < 150.0,
-        "{large_min} {large_median}"
-    );
+    for &((small_min, small_median), (large_min, large_median)) in &tries {
+        eprintln!(
+            "round trips over 1 Mbit/s: 32 IP bytes min {small_min:.2} median {small_median:.2} ms, \
+             1400 min {large_min:.2} median {large_median:.2} ms"
+        );
+        assert!(small_min >= 100.9 && large_min >= 144.7, "{tries:?}");
+    }
+    let ((small_min, small_median), (large_min, large_median)) =
+        *tries.last().expect("one try at least");
+    if clean {
+        assert!(small_min < 106.0 && small_median < 106.0, "{tries:?}");
+        assert!(large_min < 150.0 && large_median < 150.0, "{tries:?}");
+    }
 }
 
 fn meshcast() -> Command {
@@ -400,6 +446,10 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
         assert_eq!(d[dropped], 0, "{d}");
     }
     assert!(d["late_ms_p99"].is_f64(), "{d}");
+    let stolen = |k: &str| e["emulation"][k].as_f64().expect("Linux counts steal");
+    for k in ["stolen_cpu_share", "stolen_cpu_share_max_1s"] {
+        assert!((0.0..=1.0).contains(&stolen(k)), "{}", e["emulation"]);
+    }
     assert_eq!(keys(&e["flows"][0]), keys(&s["flows"][0]));
     assert_eq!(
         keys(&e["flows"][0]["windows"][0]),

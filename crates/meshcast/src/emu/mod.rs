@@ -17,6 +17,7 @@
 
 pub mod delay;
 pub mod endpoints;
+pub mod machine;
 pub mod underlay;
 
 use crate::build::build;
@@ -118,6 +119,11 @@ pub struct Emulated {
     pub wall_s: f64,
     /// What the delay element did.
     pub delay: delay::DelayCounters,
+    /// The share of the machine's CPU time its hypervisor took during the
+    /// run, and the largest in any one second ([`machine`]).
+    pub stolen: Option<f64>,
+    /// See `stolen`.
+    pub stolen_max_1s: Option<f64>,
 }
 
 impl Emulated {
@@ -125,6 +131,8 @@ impl Emulated {
     pub fn emulation(&self) -> EmulationSummary {
         EmulationSummary {
             delay_element: delay_element_summary(&self.delay),
+            stolen_cpu_share: self.stolen.map(|v| crate::report::r(v, 4)),
+            stolen_cpu_share_max_1s: self.stolen_max_1s.map(|v| crate::report::r(v, 4)),
         }
     }
 }
@@ -148,9 +156,12 @@ pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
 
 /// What a user should know about how faithful a run was, one line each
 /// (none when nothing is amiss): an element at normal priority, frames
-/// the kernel refused, or a 99th percentile of lateness past
-/// [`LATE_WARNING_MS`].
-pub fn warnings(e: &DelayElementSummary) -> Vec<String> {
+/// the kernel refused, a 99th percentile of lateness past
+/// [`LATE_WARNING_MS`], or a hypervisor that took more than
+/// [`machine::STOLEN_WARNING`] of the machine's CPU time over the run or
+/// ten times that in some second.
+pub fn warnings(s: &EmulationSummary) -> Vec<String> {
+    let e = &s.delay_element;
     let mut out = Vec::new();
     if !e.realtime {
         out.push(
@@ -170,6 +181,19 @@ pub fn warnings(e: &DelayElementSummary) -> Vec<String> {
             "1% of frames left the delay element {p99} ms or more past their due time \
              (largest {} ms): the machine was too busy for the links' delays to hold",
             e.late_ms_max.unwrap_or(p99)
+        ));
+    }
+    let (run, second) = (
+        s.stolen_cpu_share.unwrap_or(0.0),
+        s.stolen_cpu_share_max_1s.unwrap_or(0.0),
+    );
+    if run > machine::STOLEN_WARNING || second > 10.0 * machine::STOLEN_WARNING {
+        out.push(format!(
+            "the machine's hypervisor took {:.1}% of its CPU time during the run \
+             ({:.1}% in the worst second): nothing runs while it does, so links' \
+             delays and nodes' timers stretched",
+            run * 100.0,
+            second * 100.0
         ));
     }
     out
@@ -324,6 +348,8 @@ pub fn emulate(
             .map_or(Time::ZERO, |d| Time::from_nanos(d.as_nanos() as u64))
     };
     let started = Instant::now();
+    let cpu_at_start = machine::CpuTimes::now();
+    let (mut cpu_last, mut stolen_max_1s) = (cpu_at_start, None::<f64>);
     loop {
         if stop.load(Ordering::Relaxed) {
             bail!("interrupted; nothing written but the nodes' own outputs");
@@ -398,6 +424,11 @@ pub fn emulate(
                 b.queue_area += u128::from(s.qlen) * 1_000_000_000;
             }
             last = stats;
+            let cpu = machine::CpuTimes::now();
+            if let Some(share) = cpu.and_then(|b| cpu_last.and_then(|a| b.stolen_since(&a))) {
+                stolen_max_1s = Some(stolen_max_1s.map_or(share, |m| m.max(share)));
+            }
+            cpu_last = cpu;
             second += 1;
             progress(second);
         }
@@ -427,6 +458,7 @@ pub fn emulate(
     }
     let ran = others.finish()?;
     let wall_s = started.elapsed().as_secs_f64();
+    let cpu_at_end = machine::CpuTimes::now();
     let delay = u.teardown()?;
     drop(u);
 
@@ -498,6 +530,8 @@ pub fn emulate(
         },
         wall_s,
         delay,
+        stolen: cpu_at_start.and_then(|a| cpu_at_end.and_then(|b| b.stolen_since(&a))),
+        stolen_max_1s,
     })
 }
 
@@ -541,6 +575,15 @@ mod tests {
         c
     }
 
+    /// A run's record with this element and no CPU time stolen.
+    fn run_of(e: &DelayElementSummary) -> EmulationSummary {
+        EmulationSummary {
+            delay_element: e.clone(),
+            stolen_cpu_share: Some(0.0),
+            stolen_cpu_share_max_1s: Some(0.0),
+        }
+    }
+
     #[test]
     fn the_delay_elements_record_sums_directions_and_reads_its_lateness() {
         // 98 frames 20 µs late, one 3 ms, one 12 ms.
@@ -554,7 +597,7 @@ mod tests {
         // Nearest rank: the 99th of 100 is the 3-ms frame.
         assert!((e.late_ms_p99.unwrap() - 3.0).abs() < 0.02, "{e:?}");
         assert_eq!(e.late_ms_max, Some(12.0));
-        let w = warnings(&e);
+        let w = warnings(&run_of(&e));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("past their due time"), "{w:?}");
     }
@@ -562,7 +605,7 @@ mod tests {
     #[test]
     fn a_faithful_element_warns_of_nothing_and_an_idle_one_has_no_lateness() {
         let e = delay_element_summary(&counters(&[20; 100], true));
-        assert_eq!(warnings(&e), Vec::<String>::new());
+        assert_eq!(warnings(&run_of(&e)), Vec::<String>::new());
         let idle = delay_element_summary(&counters(&[], true));
         assert_eq!(
             (idle.late_ms_p50, idle.late_ms_p99, idle.late_ms_max),
@@ -571,8 +614,29 @@ mod tests {
         let mut refused = e.clone();
         refused.send_errors = 4;
         refused.realtime = false;
-        let w = warnings(&refused);
+        let w = warnings(&run_of(&refused));
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("normal priority") && w[1].contains("refused 4"));
+    }
+
+    #[test]
+    fn a_run_the_hypervisor_took_cpu_time_from_says_so() {
+        let e = delay_element_summary(&counters(&[20; 100], true));
+        let share = |run: Option<f64>, second: Option<f64>| EmulationSummary {
+            stolen_cpu_share: run,
+            stolen_cpu_share_max_1s: second,
+            ..run_of(&e)
+        };
+        // Under 1% of the run and under 10% of every second: nothing to say;
+        // nor where the kernel does not count it.
+        assert!(warnings(&share(Some(0.009), Some(0.09))).is_empty());
+        assert!(warnings(&share(None, None)).is_empty());
+        for (run, second) in [(0.023, 0.05), (0.004, 0.31)] {
+            let w = warnings(&share(Some(run), Some(second)));
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(w[0].contains("hypervisor took"), "{w:?}");
+        }
+        let w = warnings(&share(Some(0.023), Some(0.31)));
+        assert!(w[0].contains("2.3% of its CPU time") && w[0].contains("31.0% in the worst"));
     }
 }

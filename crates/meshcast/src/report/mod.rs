@@ -78,6 +78,13 @@ pub struct EmulationSummary {
     /// The user-space delay element that gives every link its
     /// propagation delay and random loss.
     pub delay_element: DelayElementSummary,
+    /// The share (0 to 1) of the machine's CPU time that its hypervisor
+    /// took during the run (steal, `/proc/stat`; `null` where the kernel
+    /// does not count it): while it does, nothing runs, and the links'
+    /// delays and the nodes' timers stretch.
+    pub stolen_cpu_share: Option<f64>,
+    /// The largest such share in any one second of the run.
+    pub stolen_cpu_share_max_1s: Option<f64>,
 }
 
 /// The delay element's counters, over every link direction.

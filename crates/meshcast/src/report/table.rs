@@ -183,6 +183,8 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 "late p50 ms",
                 "late p99 ms",
                 "late max ms",
+                "CPU stolen %",
+                "worst 1 s %",
             ],
             rows: vec![vec![
                 if d.realtime { "real-time" } else { "normal" }.to_owned(),
@@ -193,6 +195,8 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 opt(d.late_ms_p50, 3),
                 opt(d.late_ms_p99, 3),
                 opt(d.late_ms_max, 3),
+                opt(e.stolen_cpu_share.map(|v| v * 100.0), 2),
+                opt(e.stolen_cpu_share_max_1s.map(|v| v * 100.0), 2),
             ]],
         });
     }
