@@ -502,6 +502,31 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
             "session {id}: {r} kbit/s is not within 15% of the simulator's {m}"
         );
     }
+    // `real_vs_sim.py --compare` reads the two reports as this test does.
+    let json = dir.path().join("compare.json");
+    let st = Command::new("python3")
+        .arg(celerity_scenario("real_vs_sim.py"))
+        .arg("--compare")
+        .args([&emu, &sim])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 runs");
+    assert!(st.success(), "real_vs_sim.py --compare");
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("its JSON")).expect("JSON");
+    let flows = c["flows"].as_array().expect("flows");
+    assert_eq!(flows.len(), real.len(), "{c}");
+    for (f, ((id, r), (_, m))) in flows.iter().zip(real.iter().zip(&simulated)) {
+        assert_eq!(f["id"], id.as_str(), "{f}");
+        assert_eq!(f["real"]["recv_kbps_min"].as_f64(), Some(*r), "{f}");
+        assert_eq!(f["sim"]["recv_kbps_min"].as_f64(), Some(*m), "{f}");
+        let optimum = f["optimum_kbps"].as_f64().expect("a session's optimum");
+        assert!((optimum - 240.0).abs() < 0.5, "{f}");
+        assert_eq!(f["real"]["fraction"].as_f64(), Some(r / optimum), "{f}");
+    }
+    assert_eq!(c["emulation"], e["emulation"]);
 }
 
 /// One-way links (a triangle A→R→B, B→A) and cross traffic over real
