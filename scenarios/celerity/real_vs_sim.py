@@ -19,8 +19,8 @@ session's coded optimum and the fraction of it the lowest receiver got;
 the worst session's fraction in each; the header and control shares of
 the bytes; the busiest links (by the simulator's utilisation) with their
 queue drops; and the real run's own record of its faithfulness: the
-delay element's lateness and the share of the CPU time the machine's
-hypervisor took (docs/emu.md). docs/celerity.md, "Real networks",
+delay element's lateness, how busy the machine's CPUs were and the share
+of their time the machine's hypervisor took (docs/emu.md). docs/celerity.md, "Real networks",
 reports these comparisons. `--json` writes the same figures to FILE.
 
 BIN defaults to target/release/meshcast under the repository (build it
@@ -161,7 +161,10 @@ def print_comparison(c):
     print(f"delay element: {d['frames']} frames, {'real-time' if d['realtime'] else 'NORMAL'} "
           f"priority, late p50 {num(d['late_ms_p50'], '.3f')} p99 {num(d['late_ms_p99'], '.3f')} "
           f"max {num(d['late_ms_max'], '.3f')} ms; {d['send_errors']} refused by the kernel")
-    print(f"the hypervisor took {pct(e.get('stolen_cpu_share'))} of the CPU time "
+    print(f"nodes' timers late at the 99th percentile: at most "
+          f"{num(e.get('node_timer_late_ms_p99'), '.3f')} ms (a node's worst)")
+    print(f"the machine's CPUs were busy {pct(e.get('cpu_busy_share'))} of the time; "
+          f"the hypervisor took {pct(e.get('stolen_cpu_share'))} "
           f"({pct(e.get('stolen_cpu_share_max_1s'))} in the worst second)")
 
 

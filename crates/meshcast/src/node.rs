@@ -18,7 +18,7 @@ use crate::scenario::{Locator, ScenarioError};
 use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::{Addr, DropCause, Event, FlowId, NodeId, Time};
-use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node};
+use meshcast_net::{AddrBook, MediaPorts, Node};
 use meshcast_proto::celerity::{CelerityConfig, CelerityPeer, PeerCounters};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -445,7 +445,7 @@ impl PacketRecord {
     }
 }
 
-/// [`NetCounters`] for the summary.
+/// [`meshcast_net::NetCounters`] and the timers' lateness for the summary.
 #[derive(Serialize, Debug, Clone, Copy)]
 pub struct NetSummary {
     /// Datagrams received and handed to the peer.
@@ -465,6 +465,15 @@ pub struct NetSummary {
     /// Media units refused or dropped (too large; no output for the
     /// session; the kernel refused to send).
     pub media_dropped: u64,
+    /// How long after its due time the node handled a timer, median, 99th
+    /// percentile and largest, ms (`null` with no timer): up to about a
+    /// millisecond is the runtime's timer tick, more a node that waited
+    /// for a CPU and held its packets meanwhile.
+    pub timer_late_ms_p50: Option<f64>,
+    /// See `timer_late_ms_p50`.
+    pub timer_late_ms_p99: Option<f64>,
+    /// See `timer_late_ms_p50`.
+    pub timer_late_ms_max: Option<f64>,
 }
 
 /// [`PeerCounters`] for the summary.
@@ -491,7 +500,10 @@ pub struct PeerSummary {
 }
 
 impl NetSummary {
-    fn of(c: &NetCounters) -> NetSummary {
+    fn of<E>(done: &meshcast_net::Finished<E>) -> NetSummary {
+        let c = &done.counters;
+        let ms = |d: meshcast_core::Duration| crate::report::r(d.as_millis_f64(), 4);
+        let q = |p: f64| done.timer_late.quantile(p).map(ms);
         NetSummary {
             datagrams_in: c.datagrams_in,
             datagrams_out: c.datagrams_out,
@@ -501,6 +513,9 @@ impl NetSummary {
             media_in: c.media_in,
             media_out: c.media_out,
             media_dropped: c.media_refused + c.media_dropped,
+            timer_late_ms_p50: q(0.5),
+            timer_late_ms_p99: q(0.99),
+            timer_late_ms_max: (done.timer_late.count() > 0).then(|| ms(done.timer_late_max)),
         }
     }
 }
@@ -657,7 +672,7 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         node: cfg.id.clone(),
         duration_s: end.as_secs_f64(),
         flows,
-        net: NetSummary::of(&done.counters),
+        net: NetSummary::of(&done),
         peer: PeerSummary::of(done.endpoint.counters()),
         packets: packets.into_inner(),
     })

@@ -447,9 +447,14 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     }
     assert!(d["late_ms_p99"].is_f64(), "{d}");
     let stolen = |k: &str| e["emulation"][k].as_f64().expect("Linux counts steal");
-    for k in ["stolen_cpu_share", "stolen_cpu_share_max_1s"] {
+    for k in [
+        "stolen_cpu_share",
+        "stolen_cpu_share_max_1s",
+        "cpu_busy_share",
+    ] {
         assert!((0.0..=1.0).contains(&stolen(k)), "{}", e["emulation"]);
     }
+    assert!(e["emulation"]["node_timer_late_ms_p99"].as_f64() >= Some(0.0));
     assert_eq!(keys(&e["flows"][0]), keys(&s["flows"][0]));
     assert_eq!(
         keys(&e["flows"][0]["windows"][0]),

@@ -11,6 +11,11 @@
 //! 90th percentile in runs during which the hypervisor took under 1% of
 //! the CPU time, and 106.0–109.6 ms in runs during which it took 2.5–5.5%
 //! (`tests/emu.rs`, ten runs in a row).
+//!
+//! The same counts say how busy the machine was: the nodes of an
+//! emulated conference share its CPUs, and a node that waits for one
+//! holds the packets it relays meanwhile, which a deployment (one node a
+//! machine) would not.
 
 /// The CPU time of all the machine's CPUs together, in the kernel's
 /// clock ticks, as `/proc/stat`'s `cpu` line counts it.
@@ -19,6 +24,8 @@ pub struct CpuTimes {
     /// Every state: user, nice, system, idle, iowait, irq, softirq and
     /// steal (guest time is already counted in user and nice).
     total: u64,
+    /// Idle, or waiting for I/O with nothing else to run.
+    idle: u64,
     /// Taken by the hypervisor (steal).
     stolen: u64,
 }
@@ -42,6 +49,7 @@ impl CpuTimes {
             .ok()?;
         (fields.len() == 8).then(|| CpuTimes {
             total: fields.iter().sum(),
+            idle: fields[3] + fields[4],
             stolen: fields[7],
         })
     }
@@ -52,6 +60,16 @@ impl CpuTimes {
         let total = self.total.checked_sub(earlier.total)?;
         let stolen = self.stolen.saturating_sub(earlier.stolen);
         (total > 0).then(|| stolen as f64 / total as f64)
+    }
+
+    /// The share (0 to 1) of the CPU time since `earlier` that the
+    /// machine spent running something (neither idle nor taken by the
+    /// hypervisor); `None` when no tick has passed between the two.
+    pub fn busy_since(&self, earlier: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let idle = self.idle.saturating_sub(earlier.idle);
+        let stolen = self.stolen.saturating_sub(earlier.stolen);
+        (total > 0).then(|| total.saturating_sub(idle + stolen) as f64 / total as f64)
     }
 }
 
@@ -72,6 +90,7 @@ mod tests {
     fn reads_the_cpu_line() {
         let t = CpuTimes::parse(STAT).expect("counts");
         assert_eq!(t.stolen, 8504);
+        assert_eq!(t.idle, 2217366 + 4594);
         assert_eq!(
             t.total,
             1384473 + 54273 + 103909 + 2217366 + 4594 + 22388 + 8504
@@ -85,15 +104,20 @@ mod tests {
     fn the_share_taken_between_two_readings() {
         let a = CpuTimes {
             total: 1000,
+            idle: 500,
             stolen: 10,
         };
         let b = CpuTimes {
             total: 1200,
+            idle: 545,
             stolen: 15,
         };
         assert_eq!(b.stolen_since(&a), Some(0.025));
+        // 200 ticks: 45 idle, 5 stolen, 150 running.
+        assert_eq!(b.busy_since(&a), Some(0.75));
         assert_eq!(a.stolen_since(&a), None);
         assert_eq!(a.stolen_since(&b), None);
+        assert_eq!(a.busy_since(&b), None);
     }
 
     #[test]

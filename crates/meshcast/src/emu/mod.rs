@@ -124,6 +124,11 @@ pub struct Emulated {
     pub stolen: Option<f64>,
     /// See `stolen`.
     pub stolen_max_1s: Option<f64>,
+    /// The share of the machine's CPU time spent running something
+    /// during the run.
+    pub busy: Option<f64>,
+    /// The largest of the nodes' 99th percentiles of timer lateness, ms.
+    pub node_timer_late_p99: Option<f64>,
 }
 
 impl Emulated {
@@ -133,6 +138,8 @@ impl Emulated {
             delay_element: delay_element_summary(&self.delay),
             stolen_cpu_share: self.stolen.map(|v| crate::report::r(v, 4)),
             stolen_cpu_share_max_1s: self.stolen_max_1s.map(|v| crate::report::r(v, 4)),
+            cpu_busy_share: self.busy.map(|v| crate::report::r(v, 4)),
+            node_timer_late_ms_p99: self.node_timer_late_p99,
         }
     }
 }
@@ -157,7 +164,8 @@ pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
 /// What a user should know about how faithful a run was, one line each
 /// (none when nothing is amiss): an element at normal priority, frames
 /// the kernel refused, a 99th percentile of lateness past
-/// [`LATE_WARNING_MS`], or a hypervisor that took more than
+/// [`LATE_WARNING_MS`], a node whose timers' 99th percentile of
+/// lateness passed it too, or a hypervisor that took more than
 /// [`machine::STOLEN_WARNING`] of the machine's CPU time over the run or
 /// ten times that in some second.
 pub fn warnings(s: &EmulationSummary) -> Vec<String> {
@@ -181,6 +189,15 @@ pub fn warnings(s: &EmulationSummary) -> Vec<String> {
             "1% of frames left the delay element {p99} ms or more past their due time \
              (largest {} ms): the machine was too busy for the links' delays to hold",
             e.late_ms_max.unwrap_or(p99)
+        ));
+    }
+    if let Some(p99) = s.node_timer_late_ms_p99.filter(|&p| p > LATE_WARNING_MS) {
+        let busy = s.cpu_busy_share.map_or(String::new(), |b| {
+            format!(" (busy {:.0}% of the time)", b * 100.0)
+        });
+        out.push(format!(
+            "a node handled 1% of its timers {p99} ms or more late: the nodes waited for \
+             the machine's CPUs{busy} and held the packets they relay and pace meanwhile"
         ));
     }
     let (run, second) = (
@@ -474,10 +491,14 @@ pub fn emulate(
     for (node, t, ev) in &ran.events {
         flows.record(*node, *t, ev);
     }
+    let mut node_timer_late_p99 = None;
     for r in &nodes.0 {
         let me = nodes_ids[r.participant];
         let summary: serde_json::Value = read_json(&r.dir.join("summary.json"))?;
         counters.sent += summary["net"]["datagrams_out"].as_u64().unwrap_or(0);
+        if let Some(p99) = summary["net"]["timer_late_ms_p99"].as_f64() {
+            node_timer_late_p99 = Some(node_timer_late_p99.map_or(p99, |m: f64| m.max(p99)));
+        }
         counters.delivered += summary["net"]["datagrams_in"].as_u64().unwrap_or(0);
         let path = r.dir.join("packets.csv");
         let text = match std::fs::read_to_string(&path) {
@@ -532,6 +553,8 @@ pub fn emulate(
         delay,
         stolen: cpu_at_start.and_then(|a| cpu_at_end.and_then(|b| b.stolen_since(&a))),
         stolen_max_1s,
+        busy: cpu_at_start.and_then(|a| cpu_at_end.and_then(|b| b.busy_since(&a))),
+        node_timer_late_p99,
     })
 }
 
@@ -581,6 +604,8 @@ mod tests {
             delay_element: e.clone(),
             stolen_cpu_share: Some(0.0),
             stolen_cpu_share_max_1s: Some(0.0),
+            cpu_busy_share: Some(0.5),
+            node_timer_late_ms_p99: Some(0.2),
         }
     }
 
@@ -617,6 +642,24 @@ mod tests {
         let w = warnings(&run_of(&refused));
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("normal priority") && w[1].contains("refused 4"));
+    }
+
+    #[test]
+    fn a_run_whose_nodes_waited_for_cpus_says_so() {
+        let e = delay_element_summary(&counters(&[20; 100], true));
+        let run = |p99: Option<f64>| EmulationSummary {
+            node_timer_late_ms_p99: p99,
+            cpu_busy_share: Some(0.87),
+            ..run_of(&e)
+        };
+        assert!(warnings(&run(Some(0.9))).is_empty());
+        assert!(warnings(&run(None)).is_empty());
+        let w = warnings(&run(Some(24.8)));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("24.8 ms") && w[0].contains("busy 87%"),
+            "{w:?}"
+        );
     }
 
     #[test]

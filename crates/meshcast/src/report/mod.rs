@@ -85,6 +85,18 @@ pub struct EmulationSummary {
     pub stolen_cpu_share: Option<f64>,
     /// The largest such share in any one second of the run.
     pub stolen_cpu_share_max_1s: Option<f64>,
+    /// The share (0 to 1) of the machine's CPU time spent running
+    /// something during the run (the nodes, the delay element, the
+    /// kernel's network stack; `null` where `/proc/stat` is not read): the
+    /// nodes share the machine's CPUs, and one that waits for a CPU holds
+    /// the packets it relays.
+    pub cpu_busy_share: Option<f64>,
+    /// The largest of the nodes' 99th percentiles of timer lateness, ms
+    /// (`timer_late_ms_p99` in each node's summary, docs/node.md; `null`
+    /// when no node handled a timer): up to about a millisecond is the
+    /// runtime's timer tick, more a node that waited for a CPU and held
+    /// the packets it relays and paces meanwhile.
+    pub node_timer_late_ms_p99: Option<f64>,
 }
 
 /// The delay element's counters, over every link direction.
