@@ -93,9 +93,9 @@ pub struct EmulationSummary {
     pub cpu_busy_share: Option<f64>,
     /// The largest of the nodes' 99th percentiles of timer lateness, ms
     /// (`timer_late_ms_p99` in each node's summary, docs/node.md; `null`
-    /// when no node handled a timer): up to about a millisecond is the
-    /// runtime's timer tick, more a node that waited for a CPU and held
-    /// the packets it relays and paces meanwhile.
+    /// when no node handled a timer): an idle machine's nodes are about
+    /// 0.25 ms late at the 99th percentile; more is a node that waited for
+    /// a CPU and held the packets it relays and paces meanwhile.
     pub node_timer_late_ms_p99: Option<f64>,
 }
 
