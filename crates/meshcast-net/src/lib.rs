@@ -337,7 +337,7 @@ impl<E: Endpoint> Node<E> {
         let mut bufs = vec![vec![0u8; RECV_BUF]; RECV_BATCH];
         let mut meta = vec![quinn_udp::RecvMeta::default(); RECV_BATCH];
         let mut media_buf = vec![0u8; RECV_BUF];
-        let timer = timer::Timer::new()?;
+        let mut timer = timer::Timer::new()?;
         tokio::pin!(stop);
         loop {
             self.drain(&mut on_event).await?;

@@ -19,6 +19,11 @@ use std::time::Instant;
 pub(crate) struct Timer {
     #[cfg(target_os = "linux")]
     fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    /// The instant it is armed for, until its expiry is read: the node's
+    /// loop asks again for the same deadline after every datagram, and
+    /// one that is already armed needs no system call.
+    #[cfg(target_os = "linux")]
+    armed_for: Option<Instant>,
 }
 
 #[cfg(target_os = "linux")]
@@ -46,7 +51,10 @@ impl Timer {
             tokio::io::unix::AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE)
         }
         .map_err(|e| e.into_parts().1)?;
-        Ok(Timer { fd })
+        Ok(Timer {
+            fd,
+            armed_for: None,
+        })
     }
 
     /// Arm the timer `wait` from now (disarm it for zero, which the
@@ -97,17 +105,22 @@ impl Timer {
     }
 
     /// Wait until `at` (at once for a time already past).
-    pub(crate) async fn sleep_until(&self, at: Instant) -> io::Result<()> {
+    pub(crate) async fn sleep_until(&mut self, at: Instant) -> io::Result<()> {
         loop {
             let wait = at.saturating_duration_since(Instant::now());
             if wait.is_zero() {
                 return Ok(());
             }
-            self.arm(wait)?;
+            if self.armed_for != Some(at) {
+                self.arm(wait)?;
+                self.armed_for = Some(at);
+            }
             // An expiry of an earlier arming may still be readable: it is
             // consumed here, and the loop checks the time again.
             let mut ready = self.fd.readable().await?;
-            if !self.expired()? {
+            if self.expired()? {
+                self.armed_for = None;
+            } else {
                 ready.clear_ready();
             }
         }
@@ -122,7 +135,7 @@ impl Timer {
     }
 
     /// Wait until `at` (at once for a time already past).
-    pub(crate) async fn sleep_until(&self, at: Instant) -> io::Result<()> {
+    pub(crate) async fn sleep_until(&mut self, at: Instant) -> io::Result<()> {
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         Ok(())
     }
@@ -143,7 +156,7 @@ mod tests {
     #[test]
     fn fires_at_its_time_not_before() {
         runtime().block_on(async {
-            let t = Timer::new().expect("timer");
+            let mut t = Timer::new().expect("timer");
             for wait_us in [300u64, 1_500, 4_000] {
                 let at = Instant::now() + Duration::from_micros(wait_us);
                 t.sleep_until(at).await.expect("sleeps");
@@ -155,7 +168,7 @@ mod tests {
     #[test]
     fn a_past_time_returns_at_once_and_rearming_forgets_the_old_time() {
         runtime().block_on(async {
-            let t = Timer::new().expect("timer");
+            let mut t = Timer::new().expect("timer");
             t.sleep_until(Instant::now() - Duration::from_millis(5))
                 .await
                 .expect("past");
@@ -166,6 +179,26 @@ mod tests {
             let at = Instant::now() + Duration::from_millis(20);
             t.sleep_until(at).await.expect("sleeps");
             assert!(Instant::now() >= at);
+        });
+    }
+
+    #[test]
+    fn a_wait_given_up_and_asked_for_again_still_ends_at_its_time() {
+        runtime().block_on(async {
+            let mut t = Timer::new().expect("timer");
+            // The node's loop: a wait for `at` dropped when a datagram
+            // comes first, then the same `at` asked for again (the timer
+            // stays armed, no new system call), and then an earlier one.
+            let at = Instant::now() + Duration::from_millis(30);
+            let given_up = tokio::time::timeout(Duration::from_millis(2), t.sleep_until(at)).await;
+            assert!(given_up.is_err(), "ended before its time");
+            assert_eq!(t.armed_for, Some(at));
+            let sooner = Instant::now() + Duration::from_millis(5);
+            t.sleep_until(sooner).await.expect("sleeps");
+            assert!(Instant::now() >= sooner);
+            t.sleep_until(at).await.expect("sleeps");
+            assert!(Instant::now() >= at);
+            assert_eq!(t.armed_for, None);
         });
     }
 }
