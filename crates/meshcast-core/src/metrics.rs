@@ -97,10 +97,12 @@ impl Drops {
     }
 }
 
-/// A log-linear histogram of durations (128 bins per power of two).
+/// A log-linear histogram of durations (128 bins per power of two), with
+/// the largest sample kept exactly.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct DelayHistogram {
     bins: BTreeMap<u16, u64>,
+    max_ns: u64,
 }
 
 const SUB_BITS: u32 = 7;
@@ -133,6 +135,7 @@ impl DelayHistogram {
     /// Count one sample.
     pub fn record(&mut self, d: Duration) {
         *self.bins.entry(Self::bin_of(d.as_nanos())).or_insert(0) += 1;
+        self.max_ns = self.max_ns.max(d.as_nanos());
     }
 
     /// Add every sample of `other`.
@@ -140,6 +143,13 @@ impl DelayHistogram {
         for (&b, &c) in &other.bins {
             *self.bins.entry(b).or_insert(0) += c;
         }
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The largest sample, exactly (not its bin's midpoint); `None` with
+    /// no samples.
+    pub fn max(&self) -> Option<Duration> {
+        (!self.bins.is_empty()).then_some(Duration::from_nanos(self.max_ns))
     }
 
     /// Number of samples.
@@ -539,6 +549,13 @@ mod tests {
             );
         }
         assert_eq!(DelayHistogram::default().quantile(0.5), None);
+        // The largest sample exactly, also through a merge.
+        assert_eq!(h.max(), Some(Duration::from_micros(1000)));
+        let mut one = DelayHistogram::default();
+        one.record(Duration::from_nanos(1_234_567));
+        one.merge(&h);
+        assert_eq!(one.max(), Some(Duration::from_nanos(1_234_567)));
+        assert_eq!(DelayHistogram::default().max(), None);
     }
 
     #[test]

@@ -188,8 +188,6 @@ pub struct Finished<E> {
     pub counters: NetCounters,
     /// How long after its due time each timer was handled.
     pub timer_late: DelayHistogram,
-    /// The latest a timer was handled past its due time.
-    pub timer_late_max: meshcast_core::Duration,
 }
 
 /// One endpoint on one UDP socket.
@@ -203,7 +201,6 @@ pub struct Node<E> {
     origin: Duration,
     counters: NetCounters,
     timer_late: DelayHistogram,
-    timer_late_max: meshcast_core::Duration,
     /// Whether several datagrams may leave in one GSO send.
     gso: bool,
     media: Option<Media>,
@@ -267,7 +264,6 @@ impl<E: Endpoint> Node<E> {
             origin,
             counters: NetCounters::default(),
             timer_late: DelayHistogram::default(),
-            timer_late_max: meshcast_core::Duration::ZERO,
             gso: true,
             media: None,
         })
@@ -368,9 +364,7 @@ impl<E: Endpoint> Node<E> {
                     slept?;
                     let now = self.now();
                     if let Some(due) = deadline {
-                        let late = now.saturating_since(due);
-                        self.timer_late.record(late);
-                        self.timer_late_max = self.timer_late_max.max(late);
+                        self.timer_late.record(now.saturating_since(due));
                     }
                     self.endpoint.handle_timeout(now);
                 }
@@ -383,7 +377,6 @@ impl<E: Endpoint> Node<E> {
             endpoint: self.endpoint,
             counters: self.counters,
             timer_late: self.timer_late,
-            timer_late_max: self.timer_late_max,
         })
     }
 

@@ -402,11 +402,17 @@ fn emu(args: RunArgs) -> Result<(), Failure> {
         b.finish_and_clear();
     }
     let run = run.map_err(|error| Failure { status: 1, error })?;
-    let emulation = run.emulation();
-    for w in meshcast::emu::warnings(&emulation) {
+    for w in meshcast::emu::warnings(&run.emulation) {
         eprintln!("warning: {w}");
     }
-    report(&args, &sc, &run.stats, run.wall_s, &out, Some(emulation))
+    report(
+        &args,
+        &sc,
+        &run.stats,
+        run.wall_s,
+        &out,
+        Some(run.emulation),
+    )
 }
 
 fn main() -> ExitCode {

@@ -516,7 +516,7 @@ impl NetSummary {
             media_dropped: c.media_refused + c.media_dropped,
             timer_late_ms_p50: q(0.5),
             timer_late_ms_p99: q(0.99),
-            timer_late_ms_max: (done.timer_late.count() > 0).then(|| ms(done.timer_late_max)),
+            timer_late_ms_max: done.timer_late.max().map(ms),
         }
     }
 }

@@ -148,8 +148,7 @@ fn until_unstolen<T>(mut measure: impl FnMut() -> T) -> (Vec<T>, bool) {
     for k in 1..=TRIES {
         let before = CpuTimes::now();
         tries.push(measure());
-        let share = before.and_then(|a| CpuTimes::now().and_then(|b| b.stolen_since(&a)));
-        match share {
+        match CpuTimes::between(before, CpuTimes::now()).map(|s| s.stolen) {
             Some(s) if s > STOLEN_WARNING => eprintln!(
                 "try {k}: the hypervisor took {:.1}% of the CPU time meanwhile; measuring again",
                 s * 100.0

@@ -98,8 +98,6 @@ pub struct DelayCounters {
     /// direction: the element's own error, which the link's delay
     /// gained (scheduling; zero on an ideal machine).
     pub late: DelayHistogram,
-    /// The latest any frame was sent on past its due time.
-    pub late_max: Duration,
     /// Whether the element's thread ran at real-time priority
     /// ([`realtime_priority`]).
     pub realtime: bool,
@@ -518,7 +516,6 @@ fn run(
                 }
                 let (due, frame) = q.pop_front().expect("front exists");
                 let late = now.saturating_duration_since(due);
-                counters.late_max = counters.late_max.max(late);
                 counters
                     .late
                     .record(meshcast_core::Duration::from_nanos(late.as_nanos() as u64));

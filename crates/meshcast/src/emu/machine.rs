@@ -54,23 +54,34 @@ impl CpuTimes {
         })
     }
 
-    /// The share (0 to 1) of the CPU time since `earlier` that the
-    /// hypervisor took; `None` when no tick has passed between the two.
-    pub fn stolen_since(&self, earlier: &CpuTimes) -> Option<f64> {
-        let total = self.total.checked_sub(earlier.total)?;
-        let stolen = self.stolen.saturating_sub(earlier.stolen);
-        (total > 0).then(|| stolen as f64 / total as f64)
-    }
-
-    /// The share (0 to 1) of the CPU time since `earlier` that the
-    /// machine spent running something (neither idle nor taken by the
-    /// hypervisor); `None` when no tick has passed between the two.
-    pub fn busy_since(&self, earlier: &CpuTimes) -> Option<f64> {
+    /// How the CPU time since `earlier` was spent; `None` when no tick
+    /// has passed between the two.
+    pub fn since(&self, earlier: &CpuTimes) -> Option<CpuShares> {
         let total = self.total.checked_sub(earlier.total)?;
         let idle = self.idle.saturating_sub(earlier.idle);
         let stolen = self.stolen.saturating_sub(earlier.stolen);
-        (total > 0).then(|| total.saturating_sub(idle + stolen) as f64 / total as f64)
+        let share = |ticks: u64| ticks as f64 / total as f64;
+        (total > 0).then(|| CpuShares {
+            stolen: share(stolen),
+            busy: share(total.saturating_sub(idle + stolen)),
+        })
     }
+
+    /// How the CPU time between two readings was spent, if both were
+    /// read ([`CpuTimes::now`]).
+    pub fn between(earlier: Option<CpuTimes>, later: Option<CpuTimes>) -> Option<CpuShares> {
+        later?.since(&earlier?)
+    }
+}
+
+/// Shares (0 to 1) of the machine's CPU time between two readings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuShares {
+    /// Taken by the hypervisor.
+    pub stolen: f64,
+    /// Spent running something (neither idle nor taken by the
+    /// hypervisor).
+    pub busy: f64,
 }
 
 /// A share of CPU time the hypervisor took that makes a run's (or a
@@ -112,12 +123,16 @@ mod tests {
             idle: 545,
             stolen: 15,
         };
-        assert_eq!(b.stolen_since(&a), Some(0.025));
         // 200 ticks: 45 idle, 5 stolen, 150 running.
-        assert_eq!(b.busy_since(&a), Some(0.75));
-        assert_eq!(a.stolen_since(&a), None);
-        assert_eq!(a.stolen_since(&b), None);
-        assert_eq!(a.busy_since(&b), None);
+        let shares = CpuShares {
+            stolen: 0.025,
+            busy: 0.75,
+        };
+        assert_eq!(b.since(&a), Some(shares));
+        assert_eq!(CpuTimes::between(Some(a), Some(b)), Some(shares));
+        assert_eq!(CpuTimes::between(None, Some(b)), None);
+        assert_eq!(a.since(&a), None);
+        assert_eq!(a.since(&b), None);
     }
 
     #[test]

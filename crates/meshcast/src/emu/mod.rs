@@ -117,31 +117,10 @@ pub struct Emulated {
     /// Seconds of wall clock the run took (from the nodes' start, two
     /// seconds before the epoch, to the end).
     pub wall_s: f64,
-    /// What the delay element did.
-    pub delay: delay::DelayCounters,
-    /// The share of the machine's CPU time its hypervisor took during the
-    /// run, and the largest in any one second ([`machine`]).
-    pub stolen: Option<f64>,
-    /// See `stolen`.
-    pub stolen_max_1s: Option<f64>,
-    /// The share of the machine's CPU time spent running something
-    /// during the run.
-    pub busy: Option<f64>,
-    /// The largest of the nodes' 99th percentiles of timer lateness, ms.
-    pub node_timer_late_p99: Option<f64>,
-}
-
-impl Emulated {
-    /// The emulation's own record as `summary.json` reports it.
-    pub fn emulation(&self) -> EmulationSummary {
-        EmulationSummary {
-            delay_element: delay_element_summary(&self.delay),
-            stolen_cpu_share: self.stolen.map(|v| crate::report::r(v, 4)),
-            stolen_cpu_share_max_1s: self.stolen_max_1s.map(|v| crate::report::r(v, 4)),
-            cpu_busy_share: self.busy.map(|v| crate::report::r(v, 4)),
-            node_timer_late_ms_p99: self.node_timer_late_p99,
-        }
-    }
+    /// The emulation's own record as `summary.json` reports it: the
+    /// delay element, the machine's CPU time ([`machine`]) and the nodes'
+    /// timers.
+    pub emulation: EmulationSummary,
 }
 
 /// The delay element's counters, summed over the link directions, with
@@ -157,7 +136,7 @@ pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
         send_errors: d.send_errors.iter().sum(),
         late_ms_p50: q(0.5),
         late_ms_p99: q(0.99),
-        late_ms_max: (d.late.count() > 0).then(|| ms(d.late_max.as_secs_f64() * 1e3)),
+        late_ms_max: d.late.max().map(|v| ms(v.as_millis_f64())),
     }
 }
 
@@ -442,8 +421,8 @@ pub fn emulate(
             }
             last = stats;
             let cpu = machine::CpuTimes::now();
-            if let Some(share) = cpu.and_then(|b| cpu_last.and_then(|a| b.stolen_since(&a))) {
-                stolen_max_1s = Some(stolen_max_1s.map_or(share, |m| m.max(share)));
+            if let Some(s) = machine::CpuTimes::between(cpu_last, cpu) {
+                stolen_max_1s = Some(stolen_max_1s.map_or(s.stolen, |m| m.max(s.stolen)));
             }
             cpu_last = cpu;
             second += 1;
@@ -475,7 +454,7 @@ pub fn emulate(
     }
     let ran = others.finish()?;
     let wall_s = started.elapsed().as_secs_f64();
-    let cpu_at_end = machine::CpuTimes::now();
+    let run_cpu = machine::CpuTimes::between(cpu_at_start, machine::CpuTimes::now());
     let delay = u.teardown()?;
     drop(u);
 
@@ -538,6 +517,8 @@ pub fn emulate(
         }
     }
     membership.sort_by_key(|m| (m.at, !m.joined));
+    // Shares rounded as `summary.json` rounds them.
+    let share = |v: f64| crate::report::r(v, 4);
     Ok(Emulated {
         stats: RunStats {
             net,
@@ -550,11 +531,13 @@ pub fn emulate(
             control: Vec::new(),
         },
         wall_s,
-        delay,
-        stolen: cpu_at_start.and_then(|a| cpu_at_end.and_then(|b| b.stolen_since(&a))),
-        stolen_max_1s,
-        busy: cpu_at_start.and_then(|a| cpu_at_end.and_then(|b| b.busy_since(&a))),
-        node_timer_late_p99,
+        emulation: EmulationSummary {
+            delay_element: delay_element_summary(&delay),
+            stolen_cpu_share: run_cpu.map(|s| share(s.stolen)),
+            stolen_cpu_share_max_1s: stolen_max_1s.map(share),
+            cpu_busy_share: run_cpu.map(|s| share(s.busy)),
+            node_timer_late_ms_p99: node_timer_late_p99,
+        },
     })
 }
 
@@ -593,7 +576,6 @@ mod tests {
         };
         for &us in late_us {
             c.late.record(meshcast_core::Duration::from_micros(us));
-            c.late_max = c.late_max.max(Duration::from_micros(us));
         }
         c
     }
