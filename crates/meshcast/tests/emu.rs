@@ -490,6 +490,18 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
             .sum::<f64>()
             / flows.len() as f64
     };
+    // The links' figures: no direction carried more than its capacity
+    // (within a packet over the 80 s and the reads' stamps), and the
+    // offices' link, which the four sessions share, ran full.
+    for l in e["links"].as_array().expect("links") {
+        let busy = l["windows"][0]["utilisation"]
+            .as_f64()
+            .expect("utilisation");
+        assert!(busy <= 1.002, "{}: {busy}", l["id"]);
+        if l["id"] == "E->F" || l["id"] == "F->E" {
+            assert!(busy >= 0.99, "{}: {busy}", l["id"]);
+        }
+    }
     let (real_delay, simulated_delay) = (delay(&e), delay(&s));
     eprintln!("[120,200] mean delay: emu {real_delay:.1} ms, sim {simulated_delay:.1} ms");
     assert!(

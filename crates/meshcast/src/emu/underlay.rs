@@ -31,7 +31,7 @@ use super::delay::{DelayCounters, DelayLine, Hop};
 use crate::build::network;
 use crate::scenario::Scenario;
 use anyhow::{Context as _, bail};
-use meshcast_core::{NodeId, Rate};
+use meshcast_core::{NodeId, Rate, Time};
 use meshcast_sim::network::NodeKind;
 use meshcast_sim::routing::Routes;
 use meshcast_sim::{LinkId, Network};
@@ -193,6 +193,10 @@ pub struct QueueStats {
     pub drops: u64,
     /// Packets waiting now.
     pub qlen: u32,
+    /// When the kernel's counters were read, on the run's clock: the
+    /// middle of the `tc` call that read them (a few milliseconds long,
+    /// most of it the process starting; so within about 2 ms).
+    pub at: Time,
 }
 
 /// The built underlay.
@@ -555,11 +559,16 @@ impl Underlay {
     }
 
     /// The queue counters of every link direction (indexed by
-    /// [`LinkId`]), read from the kernel.
-    pub fn queue_stats(&self) -> anyhow::Result<Vec<QueueStats>> {
-        let mut out = vec![QueueStats::default(); self.net.links().len()];
+    /// [`LinkId`]), read from the kernel, each stamped with the moment
+    /// `clock` gives for its namespace's read (one `tc` per namespace, so
+    /// the namespaces are read some milliseconds apart); `None` for a
+    /// direction whose queue its namespace did not list.
+    pub fn queue_stats(&self, clock: impl Fn() -> Time) -> anyhow::Result<Vec<Option<QueueStats>>> {
+        let mut out = vec![None; self.net.links().len()];
         for (i, ns) in self.node_ns.iter().enumerate() {
+            let before = clock();
             let text = run_cmd("tc", &["-n", ns, "-s", "-j", "qdisc", "show"])?;
+            let at = Time::from_nanos(before.as_nanos().midpoint(clock().as_nanos()));
             let qdiscs: Vec<serde_json::Value> =
                 serde_json::from_str(&text).context("tc -j printed something else than JSON")?;
             for q in &qdiscs {
@@ -580,12 +589,13 @@ impl Underlay {
                     continue;
                 };
                 let num = |k: &str| q[k].as_u64().unwrap_or(0);
-                out[d.index()] = QueueStats {
+                out[d.index()] = Some(QueueStats {
                     bytes: num("bytes"),
                     packets: num("packets"),
                     drops: num("drops"),
                     qlen: u32::try_from(num("qlen")).unwrap_or(u32::MAX),
-                };
+                    at,
+                });
             }
         }
         Ok(out)
