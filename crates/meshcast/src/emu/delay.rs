@@ -32,7 +32,7 @@
 //! drops, as the simulator's queue does.
 //!
 //! Frames are stamped when the thread wakes for them and released by a
-//! wait's timeout with nanosecond resolution (`epoll_pwait2`, [`Waiter`]);
+//! wait's timeout with nanosecond resolution (`epoll_pwait2`; `Waiter`);
 //! on an idle machine both are
 //! within tens of microseconds (the delay test measures the round trip),
 //! and the thread runs at real-time priority ([`realtime_priority`]) so
