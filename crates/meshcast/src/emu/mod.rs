@@ -561,11 +561,11 @@ const NS_PER_S: u64 = 1_000_000_000;
 /// The readings come some milliseconds after each second's boundary, a
 /// different number each second (the loop polls every 20 ms, then one
 /// `tc` runs per namespace), so counting a reading's gain wholly to the
-/// second before it made a saturated link's seconds read 0.99–1.02 of
-/// its capacity and its 10-s windows up to 1.006. Spread by the readings'
-/// own times, a second holds its own bytes, as in the simulator, to
-/// within the stamps' few milliseconds and the rate's variation between
-/// two readings.
+/// second before it made a saturated link's seconds read 0.971–1.030 of
+/// its capacity on the steady dumbbell with both CPUs busy. Spread by
+/// the readings' own times they read 0.980–1.016, as the simulator's do
+/// (0.977–1.021: a second holds whole packets), to within the stamps'
+/// few milliseconds and the rate's variation between two readings.
 fn spread(rec: &mut LinkRecord, from: Time, to: Time, gain: [u64; 3]) {
     let (a, b) = (from.as_nanos(), to.as_nanos().max(from.as_nanos()));
     let span = u128::from(b - a);
@@ -756,8 +756,8 @@ mod tests {
             [40, 0, 0],
         );
         assert_eq!(column(&rec, |b| b.tx_bytes), [500, 1000, 550, 40]);
-        // Two readings at one moment (or a clock stepped back): the gain
-        // goes to the second of the later reading.
+        // Two readings at one moment, or a clock stepped back: the gain
+        // goes to the second of the reading it counts from.
         spread(
             &mut rec,
             Time::from_millis(3100),
