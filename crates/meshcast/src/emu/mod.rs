@@ -727,49 +727,34 @@ mod tests {
         rec.buckets.iter().map(f).collect()
     }
 
+    /// [`spread`] with the readings' moments in milliseconds.
+    fn spread_ms(rec: &mut LinkRecord, from_ms: u64, to_ms: u64, gain: [u64; 3]) {
+        spread(
+            rec,
+            Time::from_millis(from_ms),
+            Time::from_millis(to_ms),
+            gain,
+        );
+    }
+
     #[test]
     fn a_readings_gain_goes_to_the_seconds_it_spans() {
         let mut rec = record();
         // 0.5 s, 1 s and 0.25 s of 1.75 s.
-        spread(
-            &mut rec,
-            Time::from_millis(500),
-            Time::from_millis(2250),
-            [1750, 7, 3],
-        );
+        spread_ms(&mut rec, 500, 2250, [1750, 7, 3]);
         assert_eq!(column(&rec, |b| b.tx_bytes), [500, 1000, 250]);
         // Rounded down as they accumulate; nothing lost.
         assert_eq!(column(&rec, |b| b.tx_packets), [2, 4, 1]);
         assert_eq!(column(&rec, |b| b.drops_queue), [0, 2, 1]);
         // A reading on a boundary belongs to the second before it, the
         // next one's gain to the seconds after.
-        spread(
-            &mut rec,
-            Time::from_millis(2250),
-            Time::from_secs(3),
-            [300, 0, 0],
-        );
-        spread(
-            &mut rec,
-            Time::from_secs(3),
-            Time::from_millis(3100),
-            [40, 0, 0],
-        );
+        spread_ms(&mut rec, 2250, 3000, [300, 0, 0]);
+        spread_ms(&mut rec, 3000, 3100, [40, 0, 0]);
         assert_eq!(column(&rec, |b| b.tx_bytes), [500, 1000, 550, 40]);
         // Two readings at one moment, or a clock stepped back: the gain
         // goes to the second of the reading it counts from.
-        spread(
-            &mut rec,
-            Time::from_millis(3100),
-            Time::from_millis(3100),
-            [5, 1, 0],
-        );
-        spread(
-            &mut rec,
-            Time::from_millis(3200),
-            Time::from_millis(3150),
-            [5, 0, 0],
-        );
+        spread_ms(&mut rec, 3100, 3100, [5, 1, 0]);
+        spread_ms(&mut rec, 3200, 3150, [5, 0, 0]);
         assert_eq!(column(&rec, |b| b.tx_bytes), [500, 1000, 550, 50]);
         assert_eq!(column(&rec, |b| b.tx_packets), [2, 4, 1, 1]);
     }
