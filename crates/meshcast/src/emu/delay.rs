@@ -32,9 +32,9 @@
 //! drops, as the simulator's queue does.
 //!
 //! Frames are stamped when the thread wakes for them and released by a
-//! wait's timeout with nanosecond resolution (`epoll_pwait2`; `Waiter`);
-//! on an idle machine both are
-//! within tens of microseconds (the delay test measures the round trip),
+//! wait's timeout with nanosecond resolution (`epoll_pwait2`, `Waiter`);
+//! on an idle machine both are within tens of microseconds (the delay
+//! test measures the round trip),
 //! and the thread runs at real-time priority ([`realtime_priority`]) so
 //! that a loaded machine does not stretch them.
 //! A direction may also lose frames at random (the scenario's `loss`),
@@ -706,7 +706,10 @@ mod tests {
             .collect();
         for epoll in [true, false] {
             let mut w = Waiter::new(socks.iter().map(|s| s.as_raw_fd())).expect("waiter");
-            assert!(w.epoll.is_some(), "this kernel has epoll_pwait2");
+            if epoll && w.epoll.is_none() {
+                eprintln!("this kernel has no epoll_pwait2: only the ppoll wait is tested");
+                continue;
+            }
             if !epoll {
                 w.epoll = None;
             }
