@@ -66,8 +66,10 @@ impl LinkRecord {
         }
     }
 
+    /// The bucket of the second holding `t`, made (with any before it)
+    /// if the record does not reach it yet.
     #[inline]
-    pub(crate) fn bucket(&mut self, t: Time) -> &mut LinkBucket {
+    pub fn bucket(&mut self, t: Time) -> &mut LinkBucket {
         let k = (t.as_nanos() / NS_PER_S) as usize;
         if self.buckets.len() <= k {
             self.buckets.resize_with(k + 1, LinkBucket::default);

@@ -28,7 +28,6 @@ use crate::report::{DelayElementSummary, EmulationSummary};
 use crate::scenario::{EventKind, Scenario};
 use anyhow::{Context as _, bail};
 use meshcast_core::{NodeId, Rate, Time};
-use meshcast_sim::stats::LinkBucket;
 use meshcast_sim::{Counters, LinkRecord, MembershipChange, RunStats};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -425,7 +424,7 @@ pub fn emulate(
                         s.drops.saturating_sub(l.drops),
                     ],
                 );
-                let b = bucket(&mut records[d], second);
+                let b = records[d].bucket(Time::from_secs(second));
                 b.queue_max = b.queue_max.max(s.qlen);
                 b.queue_area += u128::from(s.qlen) * u128::from(NS_PER_S);
                 *l = *s;
@@ -570,16 +569,17 @@ fn spread(rec: &mut LinkRecord, from: Time, to: Time, gain: [u64; 3]) {
     let (a, b) = (from.as_nanos(), to.as_nanos().max(from.as_nanos()));
     let span = u128::from(b - a);
     let mut given = [0u64; 3];
-    let mut second = a / NS_PER_S;
+    // From `start` to `edge`: the part of the span in one second.
+    let mut start = a;
     loop {
-        let edge = ((second + 1) * NS_PER_S).min(b);
+        let edge = ((start / NS_PER_S + 1) * NS_PER_S).min(b);
         // Two readings at one moment: all of it (`edge` is `b` then).
         let upto = gain.map(|n| {
             (u128::from(n) * u128::from(edge - a))
                 .checked_div(span)
                 .map_or(n, |m| m as u64)
         });
-        let k = bucket(rec, second);
+        let k = rec.bucket(Time::from_nanos(start));
         k.tx_bytes += upto[0] - given[0];
         k.tx_packets += upto[1] - given[1];
         k.drops_queue += upto[2] - given[2];
@@ -587,16 +587,8 @@ fn spread(rec: &mut LinkRecord, from: Time, to: Time, gain: [u64; 3]) {
         if edge == b {
             break;
         }
-        second += 1;
+        start = edge;
     }
-}
-
-fn bucket(rec: &mut LinkRecord, second: u64) -> &mut LinkBucket {
-    let k = second as usize;
-    if rec.buckets.len() <= k {
-        rec.buckets.resize_with(k + 1, LinkBucket::default);
-    }
-    &mut rec.buckets[k]
 }
 
 fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
@@ -723,7 +715,7 @@ mod tests {
         }
     }
 
-    fn column(rec: &LinkRecord, f: fn(&LinkBucket) -> u64) -> Vec<u64> {
+    fn column(rec: &LinkRecord, f: fn(&meshcast_sim::stats::LinkBucket) -> u64) -> Vec<u64> {
         rec.buckets.iter().map(f).collect()
     }
 
