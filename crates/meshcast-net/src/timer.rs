@@ -141,34 +141,42 @@ impl Timer {
     }
 }
 
-#[cfg(test)]
+// The tests reach into the timerfd (`arm`, `armed_for`), which only Linux has.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn runtime() -> tokio::runtime::Runtime {
+    /// Run `test` on a fresh timer in a runtime of its own.
+    fn with_timer(test: impl AsyncFnOnce(&mut Timer)) {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a runtime")
+            .block_on(async {
+                let mut t = Timer::new().expect("timer");
+                test(&mut t).await;
+            });
+    }
+
+    /// Wait for `at` and check the wait did not end before it.
+    async fn sleeps_until(t: &mut Timer, at: Instant) {
+        t.sleep_until(at).await.expect("sleeps");
+        assert!(Instant::now() >= at, "woke before its time");
     }
 
     #[test]
     fn fires_at_its_time_not_before() {
-        runtime().block_on(async {
-            let mut t = Timer::new().expect("timer");
+        with_timer(async |t| {
             for wait_us in [300u64, 1_500, 4_000] {
-                let at = Instant::now() + Duration::from_micros(wait_us);
-                t.sleep_until(at).await.expect("sleeps");
-                assert!(Instant::now() >= at);
+                sleeps_until(t, Instant::now() + Duration::from_micros(wait_us)).await;
             }
         });
     }
 
     #[test]
     fn a_past_time_returns_at_once_and_rearming_forgets_the_old_time() {
-        runtime().block_on(async {
-            let mut t = Timer::new().expect("timer");
+        with_timer(async |t| {
             t.sleep_until(Instant::now() - Duration::from_millis(5))
                 .await
                 .expect("past");
@@ -176,16 +184,13 @@ mod tests {
             // later: the stale expiry must not end the second wait early.
             t.arm(Duration::from_millis(1)).expect("arm");
             std::thread::sleep(Duration::from_millis(3));
-            let at = Instant::now() + Duration::from_millis(20);
-            t.sleep_until(at).await.expect("sleeps");
-            assert!(Instant::now() >= at);
+            sleeps_until(t, Instant::now() + Duration::from_millis(20)).await;
         });
     }
 
     #[test]
     fn a_wait_given_up_and_asked_for_again_still_ends_at_its_time() {
-        runtime().block_on(async {
-            let mut t = Timer::new().expect("timer");
+        with_timer(async |t| {
             // The node's loop: a wait for `at` dropped when a datagram
             // comes first, then the same `at` asked for again (the timer
             // stays armed, no new system call), and then an earlier one.
@@ -193,11 +198,8 @@ mod tests {
             let given_up = tokio::time::timeout(Duration::from_millis(2), t.sleep_until(at)).await;
             assert!(given_up.is_err(), "ended before its time");
             assert_eq!(t.armed_for, Some(at));
-            let sooner = Instant::now() + Duration::from_millis(5);
-            t.sleep_until(sooner).await.expect("sleeps");
-            assert!(Instant::now() >= sooner);
-            t.sleep_until(at).await.expect("sleeps");
-            assert!(Instant::now() >= at);
+            sleeps_until(t, Instant::now() + Duration::from_millis(5)).await;
+            sleeps_until(t, at).await;
             assert_eq!(t.armed_for, None);
         });
     }
