@@ -262,6 +262,74 @@ fn links_take_each_packet_its_time_on_the_wire() {
     }
 }
 
+/// The queue counters read over netlink are `tc`'s: after 30 round trips
+/// of 1028 IP bytes each way over A–R–B, every link direction's counters
+/// read the same both ways, and each direction carried its 30 datagrams.
+#[test]
+fn queue_counters_over_netlink_are_tcs() {
+    if !root() {
+        return;
+    }
+    let _one = serial();
+    let sc = Scenario::parse("two.toml", &two_hosts(), &[]).expect("valid");
+    let mut u = Underlay::build(&sc).expect("underlay");
+    let b = SocketAddr::from((node_addr(1), 7000));
+    let echoing = echo(u.netns_path(1), b);
+    round_trips(u.netns_path(0), b, 1000, 30);
+    drop(echoing);
+    let epoch = Instant::now();
+    let clock = || meshcast_core::Time::from_nanos(epoch.elapsed().as_nanos() as u64);
+    let read = u.queue_stats(clock).expect("netlink");
+    let netlink_took = epoch.elapsed();
+    // `tc`'s view, by direction: its namespace is the direction's sender.
+    let tc_began = Instant::now();
+    let mut by_tc = vec![None; read.len()];
+    for (n, _) in sc.links.iter().enumerate() {
+        for &d in u.directions(n) {
+            let from = u.network().links()[d.index()].from.index();
+            let out = Command::new("tc")
+                .args(["-n", u.netns(from), "-s", "-j", "qdisc", "show", "dev"])
+                .arg(format!("l{n}"))
+                .output()
+                .expect("tc runs");
+            let qdiscs: Vec<serde_json::Value> =
+                serde_json::from_slice(&out.stdout).expect("tc prints JSON");
+            let q = qdiscs
+                .iter()
+                .find(|q| q["handle"] == "10:")
+                .expect("the link's queue");
+            let num = |k: &str| q[k].as_u64().expect("a counter");
+            by_tc[d.index()] = Some((num("bytes"), num("packets"), num("drops"), num("qlen")));
+        }
+    }
+    // For the record (no bound: timing is the machine's): the first read
+    // opens the sockets.
+    let again = Instant::now();
+    u.queue_stats(clock).expect("netlink");
+    eprintln!(
+        "counters of 3 namespaces: netlink {:.3} ms (first read, opening the sockets: {:.3} ms), \
+         tc {:.3} ms (4 calls)",
+        again.elapsed().as_secs_f64() * 1e3,
+        netlink_took.as_secs_f64() * 1e3,
+        tc_began
+            .elapsed()
+            .saturating_sub(again.elapsed())
+            .as_secs_f64()
+            * 1e3
+    );
+    let by_netlink: Vec<_> = read
+        .iter()
+        .map(|s| s.map(|s| (s.bytes, s.packets, s.drops, u64::from(s.qlen))))
+        .collect();
+    assert_eq!(by_netlink, by_tc);
+    for s in read.iter().flatten() {
+        // Each datagram: 1000 bytes and 28 of UDP and IP headers.
+        assert!(s.packets >= 30 && s.bytes >= 30 * 1028, "{s:?}");
+        assert!(s.at <= clock(), "{s:?}");
+    }
+    assert_eq!(read.iter().flatten().count(), 4);
+}
+
 fn meshcast() -> Command {
     Command::new(env!("CARGO_BIN_EXE_meshcast"))
 }

@@ -41,9 +41,10 @@
 //! drawn from a generator seeded by the scenario's seed, and every k-th
 //! frame from a `drop_every` event on ([`DelayLine::drop_every`]).
 //!
-//! This module is the only place in meshcast that calls the C library
-//! directly (sockets of a family std does not have, `setns`); each call
-//! is wrapped where it is made, with its safety argument.
+//! This module and [`super::qdisc`] (the queue counters over netlink) are
+//! the only places in this crate that call the C library directly
+//! (sockets of families std does not have, `setns`); each call is
+//! wrapped where it is made, with its safety argument.
 #![allow(unsafe_code)]
 
 use meshcast_core::metrics::DelayHistogram;

@@ -18,6 +18,7 @@
 pub mod delay;
 pub mod endpoints;
 pub mod machine;
+pub mod qdisc;
 pub mod underlay;
 
 use crate::build::build;

@@ -28,6 +28,7 @@
 //! process is gone (a run killed with SIGKILL cannot clean up).
 
 use super::delay::{DelayCounters, DelayLine, Hop};
+use super::qdisc::QdiscReader;
 use crate::build::network;
 use crate::scenario::Scenario;
 use anyhow::{Context as _, bail};
@@ -43,6 +44,10 @@ use std::process::{Command, Stdio};
 
 /// Where `ip netns` keeps its namespaces.
 const NETNS_DIR: &str = "/run/netns";
+
+/// The handle of each link direction's drop-tail queue (`10:`, under the
+/// htb class that shapes it).
+const LEAF_HANDLE: u32 = 0x0010_0000;
 
 /// Namespace names start with this, then the owning process id.
 const PREFIX: &str = "mc";
@@ -194,9 +199,7 @@ pub struct QueueStats {
     /// Packets waiting now.
     pub qlen: u32,
     /// When the kernel's counters were read, on the run's clock: the
-    /// middle of the `tc` call that read them (1.3–3.5 ms on this
-    /// project's machines, most of it the process starting; so within
-    /// a millisecond or two).
+    /// middle of the netlink dump that read them (tens of microseconds).
     pub at: Time,
 }
 
@@ -217,6 +220,9 @@ pub struct Underlay {
     /// Installed routes per node: destination node -> declared link.
     routes: Vec<BTreeMap<usize, usize>>,
     delay: Option<DelayLine>,
+    /// Per node, once the counters are first read: a netlink socket in
+    /// its namespace.
+    readers: Vec<QdiscReader>,
 }
 
 impl Underlay {
@@ -244,6 +250,7 @@ impl Underlay {
             up: vec![true; sc.links.len()],
             routes: vec![BTreeMap::new(); sc.nodes.len()],
             delay: None,
+            readers: Vec::new(),
         };
         // From here on, dropping `u` removes whatever was made.
         u.make(sc, ns_name(pid, k, None))?;
@@ -418,7 +425,8 @@ impl Underlay {
             ],
         )?;
         let mut leaf = vec![
-            "-n", ns, "qdisc", "add", "dev", &dev, "parent", "1:1", "handle", "10:",
+            "-n", ns, "qdisc", "add", "dev", &dev, "parent", "1:1", "handle",
+            "10:", // LEAF_HANDLE
         ];
         leaf.extend(fifo.iter().map(String::as_str));
         run_cmd("tc", &leaf).map(|_| ())
@@ -561,23 +569,32 @@ impl Underlay {
 
     /// The queue counters of every link direction (indexed by
     /// [`LinkId`]), read from the kernel, each stamped with the moment
-    /// `clock` gives for its namespace's read (one `tc` per namespace, so
-    /// the namespaces are read some milliseconds apart); `None` for a
-    /// direction whose queue its namespace did not list.
-    pub fn queue_stats(&self, clock: impl Fn() -> Time) -> anyhow::Result<Vec<Option<QueueStats>>> {
+    /// `clock` gives for its namespace's read (the middle of one
+    /// `RTM_GETQDISC` dump per namespace, tens of microseconds: see
+    /// [`super::qdisc`]); `None` for a direction whose queue its namespace
+    /// did not list.
+    pub fn queue_stats(
+        &mut self,
+        clock: impl Fn() -> Time,
+    ) -> anyhow::Result<Vec<Option<QueueStats>>> {
         let mut out = vec![None; self.net.links().len()];
-        for (i, ns) in self.node_ns.iter().enumerate() {
+        if self.readers.is_empty() {
+            for i in 0..self.node_ns.len() {
+                let r = QdiscReader::open_in(&self.netns_path(i)).with_context(|| {
+                    format!("cannot open a netlink socket in {}", self.node_ns[i])
+                })?;
+                self.readers.push(r);
+            }
+        }
+        for (i, r) in self.readers.iter_mut().enumerate() {
             let before = clock();
-            let text = run_cmd("tc", &["-n", ns, "-s", "-j", "qdisc", "show"])?;
+            let qdiscs = r
+                .qdiscs()
+                .with_context(|| format!("cannot read {}'s queues", self.node_ns[i]))?;
             let at = Time::from_nanos(before.as_nanos().midpoint(clock().as_nanos()));
-            let qdiscs: Vec<serde_json::Value> =
-                serde_json::from_str(&text).context("tc -j printed something else than JSON")?;
-            for q in &qdiscs {
-                if q["handle"] != "10:" {
-                    continue;
-                }
-                let Some(n) = q["dev"]
-                    .as_str()
+            for q in qdiscs.iter().filter(|q| q.handle == LEAF_HANDLE) {
+                let Some(n) = r
+                    .name(q.ifindex)?
                     .and_then(|d| d.strip_prefix('l'))
                     .and_then(|d| d.parse::<usize>().ok())
                 else {
@@ -589,12 +606,11 @@ impl Underlay {
                 }) else {
                     continue;
                 };
-                let num = |k: &str| q[k].as_u64().unwrap_or(0);
                 out[d.index()] = Some(QueueStats {
-                    bytes: num("bytes"),
-                    packets: num("packets"),
-                    drops: num("drops"),
-                    qlen: u32::try_from(num("qlen")).unwrap_or(u32::MAX),
+                    bytes: q.bytes,
+                    packets: q.packets,
+                    drops: q.drops,
+                    qlen: q.qlen,
                     at,
                 });
             }
@@ -605,6 +621,8 @@ impl Underlay {
     /// Stop the delay element and remove every namespace; returns the
     /// delay element's counters.
     pub fn teardown(&mut self) -> anyhow::Result<DelayCounters> {
+        // A socket keeps its namespace alive: close them first.
+        self.readers.clear();
         let counters = match self.delay.take() {
             Some(d) => d.stop().context("the delay element failed")?,
             None => DelayCounters::default(),
