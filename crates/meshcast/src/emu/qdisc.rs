@@ -193,19 +193,27 @@ impl QdiscReader {
         self.seq = self.seq.wrapping_add(1);
         let request = request(ty, self.seq, header);
         let to = kernel_addr();
-        // SAFETY: the buffer and address are valid for the sizes given.
-        let sent = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                request.as_ptr().cast(),
-                request.len(),
-                0,
-                (&raw const to).cast(),
-                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
+        loop {
+            // SAFETY: the buffer and address are valid for the sizes given.
+            let sent = unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    request.as_ptr().cast(),
+                    request.len(),
+                    0,
+                    (&raw const to).cast(),
+                    size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+                )
+            };
+            if sent >= 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            // A signal (Ctrl-C, whose handler lets the run end cleanly)
+            // only interrupts the call.
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
         }
         loop {
             // SAFETY: the buffer is valid for its length; MSG_TRUNC makes
@@ -219,7 +227,12 @@ impl QdiscReader {
                 )
             };
             if got < 0 {
-                return Err(io::Error::last_os_error());
+                let e = io::Error::last_os_error();
+                // As above: interrupted, wait again.
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
             }
             let got = got as usize;
             if got > self.buf.len() {
