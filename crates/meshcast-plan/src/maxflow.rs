@@ -394,8 +394,11 @@ pub(crate) struct TreeFlows {
     sinks: Vec<usize>,
     need: u64,
     /// Per sink: its flow's value and residual graph (`n * n` each).
+    /// The residual graphs are buffers of their own, so that a repaired
+    /// flow moves between `found_resid`, `resid` and `saved` without
+    /// being copied.
     value: Vec<u64>,
-    resid: Vec<u64>,
+    resid: Vec<Vec<u64>>,
     /// Per sink: the tree edges its flow runs through at full capacity
     /// that have not yet lost their unit in `resid`.
     pending: Vec<Vec<(usize, usize)>>,
@@ -406,13 +409,15 @@ pub(crate) struct TreeFlows {
     /// sink the repaired flow (value and residual graph) if it repaired one.
     tested: Option<(usize, usize)>,
     found: Vec<Option<(u64, u64)>>,
-    found_resid: Vec<u64>,
+    found_resid: Vec<Vec<u64>>,
     /// The undo log: per taken edge a marker, then what changed for each
     /// sink; replaced flows' residual graphs and pending edges wait on
     /// `saved` and `saved_pending`, in the log's order.
     log: Vec<Undo>,
-    saved: Vec<u64>,
+    saved: Vec<Vec<u64>>,
     saved_pending: Vec<(usize, usize)>,
+    /// Buffers of `n * n` no longer in use, for the next repaired flows.
+    spare: Vec<Vec<u64>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -441,8 +446,13 @@ impl TreeFlows {
         self.need = need;
         self.value.clear();
         self.value.extend_from_slice(&flows.value);
-        self.resid.clear();
-        self.resid.extend_from_slice(&flows.resid);
+        let nn = n * n;
+        self.spare.append(&mut self.saved);
+        self.resid.resize_with(k, Vec::new);
+        for (r, kept) in self.resid.iter_mut().zip(flows.resid.chunks_exact(nn)) {
+            r.clear();
+            r.extend_from_slice(kept);
+        }
         self.pending.resize_with(k, Vec::new);
         self.pending.iter_mut().for_each(Vec::clear);
         self.lost_into.clear();
@@ -451,9 +461,8 @@ impl TreeFlows {
         self.found.clear();
         self.found.resize(k, None);
         // Read only where `found` says it was written.
-        self.found_resid.resize(k * n * n, 0);
+        self.found_resid.resize_with(k, Vec::new);
         self.log.clear();
-        self.saved.clear();
         self.saved_pending.clear();
     }
 
@@ -469,18 +478,17 @@ impl TreeFlows {
         scratch: &mut Scratch,
     ) -> bool {
         let (n, s, need) = (self.n, self.s, self.need);
-        let nn = n * n;
         debug_assert!(g.get(e.0, e.1) < INF, "an infinite edge loses nothing");
         self.tested = Some(e);
         for i in 0..self.sinks.len() {
             self.found[i] = None;
-            let full = self.resid[i * nn + e.0 * n + e.1] == 0;
+            let full = self.resid[i][e.0 * n + e.1] == 0;
             let short = self.pending[i].len() as u64 + u64::from(full);
             if self.value[i].saturating_sub(short) >= need {
                 continue;
             }
             let t = self.sinks[i];
-            scratch.load(&self.resid[i * nn..(i + 1) * nn]);
+            scratch.load(&self.resid[i]);
             let edges = self.pending[i].iter().copied().chain(std::iter::once(e));
             let lost = self.lost_into[i] + edges.clone().filter(|&(_, b)| b == t).count() as u64;
             let value = match scratch.cut_back(n, s, t, edges, 1) {
@@ -501,7 +509,8 @@ impl TreeFlows {
                 return false;
             }
             self.found[i] = Some((value, lost));
-            self.found_resid[i * nn..(i + 1) * nn].copy_from_slice(&scratch.resid);
+            // The scratch buffer is loaded afresh before every use.
+            std::mem::swap(&mut self.found_resid[i], &mut scratch.resid);
         }
         true
     }
@@ -510,14 +519,13 @@ impl TreeFlows {
     /// [`admits`](Self::admits) last accepted, or infinite.
     pub(crate) fn take(&mut self, g: &FlowGraph, e: (usize, usize)) {
         let n = self.n;
-        let nn = n * n;
         self.log.push(Undo::Edge);
         if g.get(e.0, e.1) >= INF {
             return;
         }
         assert_eq!(self.tested.take(), Some(e), "an edge taken untested");
         for i in 0..self.sinks.len() {
-            let at = i * nn + e.0 * n + e.1;
+            let at = e.0 * n + e.1;
             if let Some((v, lost)) = self.found[i] {
                 self.log.push(Undo::Replaced(
                     i,
@@ -525,15 +533,15 @@ impl TreeFlows {
                     self.lost_into[i],
                     self.pending[i].len(),
                 ));
+                let next = self.spare.pop().unwrap_or_default();
+                let found = std::mem::replace(&mut self.found_resid[i], next);
                 self.saved
-                    .extend_from_slice(&self.resid[i * nn..(i + 1) * nn]);
+                    .push(std::mem::replace(&mut self.resid[i], found));
                 self.saved_pending.append(&mut self.pending[i]);
                 self.value[i] = v;
                 self.lost_into[i] = lost;
-                self.resid[i * nn..(i + 1) * nn]
-                    .copy_from_slice(&self.found_resid[i * nn..(i + 1) * nn]);
-            } else if self.resid[at] > 0 {
-                self.resid[at] -= 1;
+            } else if self.resid[i][at] > 0 {
+                self.resid[i][at] -= 1;
                 self.log.push(Undo::Slack(i, e));
                 self.lost_into[i] += u64::from(e.1 == self.sinks[i]);
             } else {
@@ -545,12 +553,11 @@ impl TreeFlows {
 
     /// Give back the edge [`take`](Self::take) took last.
     pub(crate) fn undo(&mut self) {
-        let nn = self.n * self.n;
         while let Some(u) = self.log.pop() {
             match u {
                 Undo::Edge => return,
                 Undo::Slack(i, (a, b)) => {
-                    self.resid[i * nn + a * self.n + b] += 1;
+                    self.resid[i][a * self.n + b] += 1;
                     self.lost_into[i] -= u64::from(b == self.sinks[i]);
                 }
                 Undo::Pending(i) => {
@@ -559,9 +566,8 @@ impl TreeFlows {
                 Undo::Replaced(i, v, lost, pending) => {
                     self.value[i] = v;
                     self.lost_into[i] = lost;
-                    let from = self.saved.len() - nn;
-                    self.resid[i * nn..(i + 1) * nn].copy_from_slice(&self.saved[from..]);
-                    self.saved.truncate(from);
+                    let old = self.saved.pop().expect("a replaced flow was saved");
+                    self.spare.push(std::mem::replace(&mut self.resid[i], old));
                     let from = self.saved_pending.len() - pending;
                     self.pending[i].extend(self.saved_pending.drain(from..));
                 }
