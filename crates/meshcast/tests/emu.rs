@@ -303,11 +303,11 @@ fn queue_counters_over_netlink_are_tcs() {
         }
     }
     // For the record (no bound: timing is the machine's): the first read
-    // opens the sockets.
+    // also asks each namespace for its interfaces' names.
     let again = Instant::now();
     u.queue_stats(clock).expect("netlink");
     eprintln!(
-        "counters of 3 namespaces: netlink {:.3} ms (first read, opening the sockets: {:.3} ms), \
+        "counters of 3 namespaces: netlink {:.3} ms (first read, naming the interfaces too: {:.3} ms), \
          tc {:.3} ms (4 calls)",
         again.elapsed().as_secs_f64() * 1e3,
         netlink_took.as_secs_f64() * 1e3,

@@ -559,8 +559,8 @@ const NS_PER_S: u64 = 1_000_000_000;
 /// between them, rounded so that the parts sum to the gain.
 ///
 /// The readings come some milliseconds after each second's boundary, a
-/// different number each second (the loop polls every 20 ms, then one
-/// `tc` runs per namespace), so counting a reading's gain wholly to the
+/// different number each second (the loop polls every 20 ms, and more
+/// under load), so counting a reading's gain wholly to the
 /// second before it made a saturated link's seconds read 0.971–1.030 of
 /// its capacity on the steady dumbbell with both CPUs busy. Spread by
 /// the readings' own times they read 0.980–1.016, as the simulator's do

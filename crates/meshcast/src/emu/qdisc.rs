@@ -155,10 +155,7 @@ impl QdiscReader {
     pub fn qdiscs(&mut self) -> io::Result<Vec<Qdisc>> {
         let mut out = Vec::new();
         self.dump(RTM_GETQDISC, TCMSG_LEN, |ty, body| {
-            if ty == RTM_NEWQDISC {
-                out.push(parse_qdisc(body)?);
-            }
-            Ok(())
+            keep_qdisc(&mut out, ty, body)
         })?;
         Ok(out)
     }
@@ -336,6 +333,14 @@ fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     })
 }
 
+/// Keep the qdisc a dump's message of type `ty` describes, if it is one.
+fn keep_qdisc(out: &mut Vec<Qdisc>, ty: u16, body: &[u8]) -> io::Result<()> {
+    if ty == RTM_NEWQDISC {
+        out.push(parse_qdisc(body)?);
+    }
+    Ok(())
+}
+
 /// A qdisc message's body: `tcmsg`, then its attributes.
 fn parse_qdisc(body: &[u8]) -> io::Result<Qdisc> {
     let short = || bad("short tcmsg");
@@ -450,12 +455,7 @@ mod tests {
         let mut out = Vec::new();
         let mut done = false;
         for d in datagrams {
-            done = walk(d, seq, &mut |ty, body| {
-                if ty == RTM_NEWQDISC {
-                    out.push(parse_qdisc(body)?);
-                }
-                Ok(())
-            })?;
+            done = walk(d, seq, &mut |ty, body| keep_qdisc(&mut out, ty, body))?;
             if done {
                 break;
             }

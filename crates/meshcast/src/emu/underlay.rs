@@ -220,8 +220,8 @@ pub struct Underlay {
     /// Installed routes per node: destination node -> declared link.
     routes: Vec<BTreeMap<usize, usize>>,
     delay: Option<DelayLine>,
-    /// Per node, once the counters are first read: a netlink socket in
-    /// its namespace.
+    /// Per node: a netlink socket in its namespace, for the queue
+    /// counters.
     readers: Vec<QdiscReader>,
 }
 
@@ -349,6 +349,13 @@ impl Underlay {
         }
         ip_batch(&delay_ns, &delay_cmds)?;
         self.neighbours()?;
+        // The counters' readers, now rather than at the first read, so
+        // that a failure stops the run before any node starts.
+        for i in 0..self.node_ns.len() {
+            let r = QdiscReader::open_in(&self.netns_path(i))
+                .with_context(|| format!("cannot open a netlink socket in {}", self.node_ns[i]))?;
+            self.readers.push(r);
+        }
         self.delay = Some(
             DelayLine::start(PathBuf::from(NETNS_DIR).join(&delay_ns), hops, sc.seed)
                 .context("cannot start the delay element")?,
@@ -424,9 +431,10 @@ impl Underlay {
                 "rate", &bits, "ceil", &bits, "quantum", "1514",
             ],
         )?;
+        // `10:`: tc writes a handle's major number in hexadecimal.
+        let handle = format!("{:x}:", LEAF_HANDLE >> 16);
         let mut leaf = vec![
-            "-n", ns, "qdisc", "add", "dev", &dev, "parent", "1:1", "handle",
-            "10:", // LEAF_HANDLE
+            "-n", ns, "qdisc", "add", "dev", &dev, "parent", "1:1", "handle", &handle,
         ];
         leaf.extend(fifo.iter().map(String::as_str));
         run_cmd("tc", &leaf).map(|_| ())
@@ -578,14 +586,6 @@ impl Underlay {
         clock: impl Fn() -> Time,
     ) -> anyhow::Result<Vec<Option<QueueStats>>> {
         let mut out = vec![None; self.net.links().len()];
-        if self.readers.is_empty() {
-            for i in 0..self.node_ns.len() {
-                let r = QdiscReader::open_in(&self.netns_path(i)).with_context(|| {
-                    format!("cannot open a netlink socket in {}", self.node_ns[i])
-                })?;
-                self.readers.push(r);
-            }
-        }
         for (i, r) in self.readers.iter_mut().enumerate() {
             let before = clock();
             let qdiscs = r
