@@ -130,6 +130,7 @@ pub(crate) struct RawConference {
     scale_in_windows: Option<bool>,
     burst_wait: Option<bool>,
     floor_rivals: Option<bool>,
+    hop_queues: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
@@ -360,6 +361,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.floor_rivals {
         params.floor_rivals = r;
+    }
+    if let Some(h) = raw.hop_queues {
+        params.hop_queues = h;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

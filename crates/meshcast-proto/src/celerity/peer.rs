@@ -535,6 +535,9 @@ pub struct CelerityParams {
     /// paths, so a packet that came a longer way counts the difference as
     /// queued: the rule errs towards the whole excess, never below the
     /// queue (docs/celerity.md, "The age guard counts the queued age").
+    /// Since the sixth session of 2026-12-02 the queued age is the hops'
+    /// own measure instead ([`hop_queues`](Self::hop_queues)), and the base
+    /// is kept only without it.
     pub age_queue: bool,
     /// The late forecast. A data packet that reaches a relay must still
     /// cross the subtree below it; its age there plus the propagation
@@ -808,6 +811,39 @@ pub struct CelerityParams {
     /// push to Hong Kong's and Redmond's sessions that cross its links in
     /// half the intervals (0.900 → 0.874 over nine points).
     pub floor_rivals: bool,
+    /// Whether a packet's queued age comes from the hops' own measures
+    /// ([`DataHeader::queued_us`]) rather than from its age over a base.
+    /// Default `true`, on Celerity's own trees.
+    ///
+    /// The age guard ([`age_queue`](Self::age_queue)) charges at most the
+    /// part of a packet's age that was queued. Measured as the age above
+    /// the smallest of the session's packets over the link, that part
+    /// counted a longer path's extra propagation as queued: a relay that
+    /// gets a session's packets over paths of different lengths passes
+    /// them on with ages tens of milliseconds apart though neither queued
+    /// (on `long-30` 45–50 ms of guard over 1–4 ms of queue on every link
+    /// into the far member, whose links then held a lone session to 0.35
+    /// of its optimum). With the rule each copy carries the time it has
+    /// queued so far: the source writes what the packet waited after its
+    /// origin time, each tail adds the one-way delay its link showed above
+    /// the link's base (the sample its queue is measured from, with the
+    /// burst's wait in it: that is waiting too), and a relay forwards the
+    /// sum. The tail's queued age is that sum; its clock offset cancels as
+    /// the link's base delay's does. The late forecast's reach (the
+    /// slack's ceiling, [`ceiling_slack`](Self::ceiling_slack)) is the age
+    /// less the same sum. A copy that local loss recovery rebuilt carries
+    /// no time, as its timing measures nothing.
+    ///
+    /// With the rule a link that carries no data packet in an interval
+    /// lets its one-second queued age move towards the queue its control
+    /// packets measure. The age guard's averages are taken over data
+    /// packets, so an emptied link kept the charge its last data left: on
+    /// `large-7` the start's overshoot (packets 270 ms old, 150 ms of it
+    /// queued, which the exact measure now counts) left 603 ms of guard on
+    /// links that then never carried data again, and the sessions into
+    /// their router crowded onto its other link (docs/celerity.md, "The
+    /// hops' queues").
+    pub hop_queues: bool,
 }
 
 /// See [`CelerityParams::pace_to_heads`]: from this many members on, sources
@@ -1086,6 +1122,7 @@ impl Default for CelerityParams {
             scale_in_windows: false,
             burst_wait: true,
             floor_rivals: true,
+            hop_queues: true,
         }
     }
 }
@@ -1421,8 +1458,10 @@ struct Incoming {
     /// (see [`CelerityParams::age_queue`]); the interval's ages above
     /// those bases, summed, and their mean averaged over about a second.
     /// The bases are kept with that rule or
-    /// [`CelerityParams::ceiling_slack`] on, the sum only with the rule (a
-    /// peer's parameters do not change while it runs).
+    /// [`CelerityParams::ceiling_slack`] on and
+    /// [`CelerityParams::hop_queues`] off (whose queued ages the sum then
+    /// holds instead), the sum only with the rule (a peer's parameters do
+    /// not change while it runs).
     age_base: [BaseDelay; MAX_PARTICIPANTS],
     queued_age_sum: f64,
     queued_age_slow: f64,
@@ -2454,6 +2493,7 @@ impl CelerityPeer {
         } else {
             0.0
         };
+        let hop_queues = self.hop_queues();
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -2497,6 +2537,12 @@ impl CelerityPeer {
             inc.queued_age_slow += 0.2 * (queued - inc.queued_age_slow);
             let late = f64::from(inc.forecast_late) / f64::from(inc.age_n);
             inc.forecast_slow += 0.2 * (late - inc.forecast_slow);
+        } else if hop_queues {
+            // No data: the queued age a packet would bring now is unknown
+            // above the link and the link's own queue on it, which the
+            // control packets still measure (see
+            // `CelerityParams::hop_queues`).
+            inc.queued_age_slow += 0.2 * (inc.qslow - inc.queued_age_slow);
         }
         // Late packets as the session's loss, on the same one-second
         // average.
@@ -3132,6 +3178,12 @@ impl CelerityPeer {
         matches!(self.cfg.model, Model::Deep | Model::TwoHop)
     }
 
+    /// Whether copies carry the time they queued (see
+    /// [`CelerityParams::hop_queues`]): on Celerity's own trees only.
+    fn hop_queues(&self) -> bool {
+        self.cfg.params.hop_queues && self.celerity_trees()
+    }
+
     /// How far resuming takes a session back, as a fraction of where quick
     /// start ended: [`CelerityParams::start_resume`] in the start's window
     /// (`start`), [`CelerityParams::resume`] in later ones, and 0 off
@@ -3628,6 +3680,13 @@ impl CelerityPeer {
             entries: Vec::new(),
             padding,
             burst_wait_us: 0,
+            // What the unit waited here after its origin time (see
+            // `CelerityParams::hop_queues`).
+            queued_us: if self.hop_queues() {
+                u32::try_from(now.saturating_since(origin).as_nanos() / 1000).unwrap_or(u32::MAX)
+            } else {
+                0
+            },
         };
         self.src.media_seq = self.src.media_seq.wrapping_add(1);
         let payload = match &mut self.app {
@@ -3754,11 +3813,12 @@ impl CelerityPeer {
             return;
         }
         o.bucket[m] = (tokens - media, now);
-        let header = DataHeader {
+        let mut header = DataHeader {
             entries,
             burst_wait_us,
             ..header.clone()
         };
+        fit_datagram(&mut header, payload.len());
         // Control rides along as far as the packet stays within one
         // datagram of a 1500-byte MTU: the messages that fit go, the
         // others wait for the next data packet or leave on their own.
@@ -3989,7 +4049,9 @@ impl CelerityPeer {
     /// `burst_wait` (seconds; 0 but for data) is the head's estimate of the
     /// packet's wait behind the copies it sent just before (see
     /// [`CelerityParams::burst_wait`]): the queue sample loses it, the
-    /// base does not.
+    /// base does not. Returns the packet's one-way delay above the base,
+    /// seconds, wait included (what it queued on the link: see
+    /// [`CelerityParams::hop_queues`]).
     fn measure(
         &mut self,
         u: usize,
@@ -3997,7 +4059,7 @@ impl CelerityPeer {
         link: LinkHeader,
         data: Option<usize>,
         burst_wait: f64,
-    ) {
+    ) -> f64 {
         let full = data.is_some();
         let inc = &mut self.incoming[u];
         match inc.next_seq {
@@ -4047,6 +4109,7 @@ impl CelerityPeer {
         };
         inc.qsamples.push((q - burst_wait).max(0.0));
         inc.last_ts = Some((link.hop_ts_us, now));
+        q
     }
 
     fn on_control(&mut self, u: usize, now: Time, c: Control) {
@@ -4238,6 +4301,18 @@ impl CelerityPeer {
     }
 }
 
+/// Leaves the queued time ([`DataHeader::queued_us`]) out of a copy with
+/// `media` bytes of media that its byte would take past [`MAX_DATAGRAM`]:
+/// an application's unit of [`MAX_APP_MEDIA`] (more than
+/// [`max_media_bytes`] offers from nine members on) under the widest
+/// subtree and a burst wait. That copy's tail counts only its own link's
+/// queue; the datagram is never fragmented for the byte.
+fn fit_datagram(header: &mut DataHeader, media: usize) {
+    if wire::data_packet_len(header, 0, media) > MAX_DATAGRAM {
+        header.queued_us = 0;
+    }
+}
+
 /// Entries (internal occurrences) of the subtree rooted at occurrence
 /// `root` of `tree`.
 fn subtree_entries(tree: &Tree, root: usize) -> Vec<TreeEntry> {
@@ -4337,12 +4412,12 @@ impl Endpoint for CelerityPeer {
             }
             Packet::Data {
                 link,
-                header,
+                mut header,
                 control,
                 media,
             } => {
                 let wait = f64::from(header.burst_wait_us) / 1e6;
-                self.measure(u, now, link, Some(media.len()), wait);
+                let q = self.measure(u, now, link, Some(media.len()), wait);
                 let age = age_since(now, header.origin_ts_us).as_secs_f64();
                 let (forecast_on, late_loss, age_queue, slack_on) = (
                     self.cfg.params.late_forecast,
@@ -4350,6 +4425,16 @@ impl Endpoint for CelerityPeer {
                     self.cfg.params.age_queue,
                     self.cfg.params.ceiling_slack > 0.0,
                 );
+                // The hops' queues (see `CelerityParams::hop_queues`): what
+                // the copy queued before this link and on it, which a
+                // relay passes on.
+                let hop_queues = self.hop_queues();
+                let hops_queued = f64::from(header.queued_us) / 1e6 + q;
+                header.queued_us = if hop_queues {
+                    (hops_queued * 1e6).round() as u32
+                } else {
+                    0
+                };
                 let forecast = if forecast_on || late_loss > 0.0 || slack_on {
                     age + self.delay_below(&header.entries)
                 } else {
@@ -4364,7 +4449,11 @@ impl Endpoint for CelerityPeer {
                 let m = usize::from(header.session);
                 if m < MAX_PARTICIPANTS {
                     if age_queue || slack_on {
-                        let queued = inc.age_base[m].sample(now, age);
+                        let queued = if hop_queues {
+                            hops_queued
+                        } else {
+                            inc.age_base[m].sample(now, age)
+                        };
                         if age_queue {
                             inc.queued_age_sum += queued;
                         }

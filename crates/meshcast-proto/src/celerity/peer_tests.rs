@@ -1139,8 +1139,9 @@ fn the_queue_ceiling_scales_the_price_past_it_outside_the_windows() {
 /// instead of 2.25. A link whose packets come from 50 ms away (0.6 · 150
 /// ms is past 80) keeps the 80-ms ceiling, as does every link with the
 /// rule off. The reach is measured from the packets: each one's age less
-/// its queued part (its session's smallest age so far), plus the way
-/// below.
+/// its queued part (what its header and this link say it queued or, with
+/// `hop_queues` off, its age over its session's smallest so far), plus the
+/// way below.
 #[test]
 fn the_ceiling_shrinks_with_the_slack_of_far_members() {
     let mut c = cfg(3, 0);
@@ -1169,15 +1170,21 @@ fn the_ceiling_shrinks_with_the_slack_of_far_members() {
     off.params.ceiling_slack = 0.0;
     assert!(close(price(&off, 0.130), 0.05 * 2.25));
     // Measured: 140 ms at the base, then 150 and 145 ms old (10 and 5
-    // queued); nothing below this peer.
-    let mut peer = CelerityPeer::new(c).unwrap();
-    peer.present = vec![true; 3];
-    let now = Time::from_secs(10);
-    for (seq, ms_ago) in [140, 150, 145].into_iter().enumerate() {
-        receive_data(&mut peer, now, seq, 2, ms_ago);
+    // queued before the link, by their headers); nothing below this peer.
+    // Without the hops' queues the same comes from the ages alone.
+    for hop_queues in [true, false] {
+        let mut c = c.clone();
+        c.params.hop_queues = hop_queues;
+        let mut peer = CelerityPeer::new(c).unwrap();
+        peer.present = vec![true; 3];
+        let now = Time::from_secs(10);
+        for (seq, (ms_ago, queued_ms)) in [(140, 0), (150, 10), (145, 5)].into_iter().enumerate() {
+            let queued_ms = if hop_queues { queued_ms } else { 0 };
+            receive_queued(&mut peer, now, seq, 2, ms_ago, queued_ms);
+        }
+        let reach = peer.incoming[1].reach_max;
+        assert!(close(reach, 0.140), "{hop_queues}: {reach}");
     }
-    let reach = peer.incoming[1].reach_max;
-    assert!(close(reach, 0.140), "{reach}");
 }
 
 /// The price link 1 → 0 charges after one control interval with a steady
@@ -1249,6 +1256,19 @@ fn the_age_guard_charges_a_link_whose_packets_arrive_old() {
 /// link sequence number `seq`, sent by its source `ms_ago` milliseconds
 /// before 10 s (the tests' `now`).
 fn receive_data(peer: &mut CelerityPeer, now: Time, seq: usize, session: u8, ms_ago: u64) {
+    receive_queued(peer, now, seq, session, ms_ago, 0);
+}
+
+/// As [`receive_data`], the packet having queued `queued_ms` before the link
+/// by its header ([`DataHeader::queued_us`]).
+fn receive_queued(
+    peer: &mut CelerityPeer,
+    now: Time,
+    seq: usize,
+    session: u8,
+    ms_ago: u64,
+    queued_ms: u32,
+) {
     let header = DataHeader {
         session,
         media_seq: seq as u32,
@@ -1259,6 +1279,7 @@ fn receive_data(peer: &mut CelerityPeer, now: Time, seq: usize, session: u8, ms_
         entries: vec![],
         padding: false,
         burst_wait_us: 0,
+        queued_us: queued_ms * 1000,
     };
     let link = LinkHeader {
         hop_seq: seq as u16,
@@ -1272,14 +1293,15 @@ fn receive_data(peer: &mut CelerityPeer, now: Time, seq: usize, session: u8, ms_
     );
 }
 
-/// The age guard counts the queued age only (`CelerityParams::age_queue`).
-/// One session's data packets over link 1 → 0 arrive first at their base
-/// age (the path's propagation, nothing queued) and then 150 ms old, with
-/// 5 ms of queue on the link itself. A member 140 ms away (10 ms queued on
-/// the way) is charged `late_gain` per second of those 10 ms, not of the
-/// 30 ms past the knee (200 − 80 ms); packets sent 10 ms away that waited
-/// 140 ms upstream are charged the 30 ms, as is the far member without
-/// the rule.
+/// The age guard counts the queued age only (`CelerityParams::age_queue`),
+/// here measured over the age's base (`hop_queues` off; the hops' own
+/// measures are `the_hops_queues_travel_with_the_copies`). One session's
+/// data packets over link 1 → 0 arrive first at their base age (the path's
+/// propagation, nothing queued) and then 150 ms old, with 5 ms of queue on
+/// the link itself. A member 140 ms away (10 ms queued on the way) is
+/// charged `late_gain` per second of those 10 ms, not of the 30 ms past the
+/// knee (200 − 80 ms); packets sent 10 ms away that waited 140 ms upstream
+/// are charged the 30 ms, as is the far member without the rule.
 #[test]
 fn the_age_guard_charges_the_queued_age_only() {
     let now = Time::from_secs(10);
@@ -1287,6 +1309,7 @@ fn the_age_guard_charges_the_queued_age_only() {
     let charge = |base_ms: u64, age_queue: bool| {
         let mut c = cfg(3, 0);
         c.params.age_queue = age_queue;
+        c.params.hop_queues = false;
         // The headers make the session known; its `U′` is left out of the
         // queue's price scale.
         c.params.queue_ceiling = None;
@@ -1323,6 +1346,114 @@ fn the_age_guard_charges_the_queued_age_only() {
     assert!(close(upstream, 0.030), "{upstream}");
     let whole = charge(140, false);
     assert!(close(whole, 0.030), "{whole}");
+}
+
+/// The hops' queues (`CelerityParams::hop_queues`). Peer 0 of four relays
+/// session 3's packets from 1 to 2. They come over link 1 → 0 in three
+/// kinds: 140 ms old with nothing queued (the link's base one-way delay,
+/// 40 ms); 170 ms old over a longer path above the relay, nothing queued
+/// either; and 165 ms old, having queued 20 ms upstream (the header says
+/// so) and 5 ms on this link (45 ms one way). Only the last kind's 25 ms
+/// count as queued age, where the age over its base counts the longer
+/// path's 30 ms too; the forwarded copy carries the 25 ms on, and nothing
+/// without the rule.
+#[test]
+fn the_hops_queues_travel_with_the_copies() {
+    let now = Time::from_secs(10);
+    let relay = |hop_queues: bool| {
+        let mut c = cfg(4, 0);
+        c.params.hop_queues = hop_queues;
+        let mut p = CelerityPeer::new(c).unwrap();
+        p.present = vec![true; 4];
+        p.direct[2] = Some(now);
+        p.outgoing[2].rates[3] = 1000.0;
+        p.outgoing[2].bucket[3] = (1e6, now);
+        let kinds = [(140, 0, 40), (170, 0, 40), (165, 20_000, 45)];
+        let mut forwarded = Vec::new();
+        for (seq, &(age_ms, queued_us, owd_ms)) in kinds
+            .iter()
+            .flat_map(|k| std::iter::repeat_n(k, 10))
+            .enumerate()
+        {
+            let header = DataHeader {
+                session: 3,
+                media_seq: seq as u32,
+                origin_ts_us: micros(Time::from_millis(10_000 - age_ms)),
+                uprime: 0.1,
+                relay_side: 0b1111,
+                recv_side: 0b1111,
+                entries: vec![TreeEntry {
+                    member: 0,
+                    children: 0b0100,
+                }],
+                padding: false,
+                burst_wait_us: 0,
+                queued_us,
+            };
+            let link = LinkHeader {
+                hop_seq: seq as u16,
+                hop_ts_us: micros(now) - owd_ms * 1000,
+            };
+            let from = p.cfg.participants[1];
+            p.handle_datagram(
+                now,
+                from,
+                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
+            );
+            let to_2 = p.cfg.participants[2];
+            let copies: Vec<u32> = std::iter::from_fn(|| p.poll_transmit(now))
+                .filter(|t| t.to == to_2)
+                .filter_map(|t| match wire::parse(&t.payload) {
+                    Ok(wire::Packet::Data { header, .. }) => Some(header.queued_us),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(copies.len(), 1, "{seq}");
+            forwarded.extend(copies);
+        }
+        (p.incoming[1].queued_age_sum, forwarded)
+    };
+    let (queued, forwarded) = relay(true);
+    assert!(close(queued, 10.0 * 0.025), "{queued}");
+    assert_eq!(forwarded[..20], [0; 20]);
+    assert_eq!(forwarded[20..], [25_000; 10]);
+    let (queued, forwarded) = relay(false);
+    assert!(close(queued, 10.0 * 0.030 + 10.0 * 0.025), "{queued}");
+    assert_eq!(forwarded, [0; 30]);
+}
+
+/// A link that stops carrying data forgets the queued age of its last
+/// data packets (`CelerityParams::hop_queues`): its one-second queued age
+/// moves towards the queue its control packets measure (1 ms here), so the
+/// age guard's charge (`late_gain` times the queued age, the mean age
+/// being 150 ms past the knee) falls from 600 ms to a few. Without the
+/// rule the charge stays as the last data left it, as an empty link's did
+/// on `large-7`, whose start's overshoot left links out of use for good.
+#[test]
+fn a_link_without_data_forgets_its_queued_age() {
+    let guard = |hop_queues: bool, intervals: usize| {
+        let mut c = cfg(3, 0);
+        c.params.hop_queues = hop_queues;
+        c.params.queue_ceiling = None;
+        let gain = c.params.late_gain;
+        let mut peer = crossing_peer(&c);
+        let inc = &mut peer.incoming[1];
+        inc.age_slow = 0.270;
+        inc.queued_age_slow = 0.150;
+        for _ in 0..intervals {
+            // Control packets only: no data packet, no age.
+            measured(&mut peer.incoming[1], 0.001, true);
+            peer.update_rates(1, settled());
+        }
+        let inc = &peer.incoming[1];
+        (inc.price - 0.001) / gain
+    };
+    let first = guard(true, 1);
+    assert!(close(first, 0.001 + 0.149 * 0.8), "{first}");
+    let later = guard(true, 30);
+    assert!(close(later, 0.001 + 0.149 * 0.8f64.powi(30)), "{later}");
+    let stale = guard(false, 30);
+    assert!(close(stale, 0.150), "{stale}");
 }
 
 /// The late forecast (`CelerityParams::late_forecast`): a link whose
@@ -1608,6 +1739,7 @@ fn first_packet_of_session_0() -> DataHeader {
         entries: Vec::new(),
         padding: false,
         burst_wait_us: 0,
+        queued_us: 0,
     }
 }
 
@@ -1617,7 +1749,9 @@ fn first_packet_of_session_0() -> DataHeader {
 /// are wider, a little less, so that a repair coding the largest data
 /// packet (every other member an entry of its subtree, a burst wait) still
 /// fits. An application's unit of 1400 bytes is still sent, and never
-/// combined into a repair.
+/// combined into a repair; under the widest subtree and a burst wait it
+/// goes without its queued time (`fit_datagram`), which alone would take it
+/// past the datagram.
 #[test]
 fn every_datagram_fits_a_1500_byte_mtu() {
     let lossy = LinkNow {
@@ -1647,6 +1781,7 @@ fn every_datagram_fits_a_1500_byte_mtu() {
                 })
                 .collect(),
             burst_wait_us: 100_000,
+            queued_us: 100_000,
             ..first_packet_of_session_0()
         };
         let mut sender = RepairSender::new(repair_symbol_len(n), 7);
@@ -1658,6 +1793,14 @@ fn every_datagram_fits_a_1500_byte_mtu() {
             .enumerate()
         {
             let payload = vec![0x5a; media];
+            let mut header = header.clone();
+            fit_datagram(&mut header, media);
+            // The queued time goes whenever it fits.
+            assert_eq!(
+                header.queued_us == 0,
+                n == MAX_PARTICIPANTS && media == MAX_APP_MEDIA,
+                "{n} members, {media} bytes"
+            );
             let packet = wire::emit_data_packet(LinkHeader::default(), &header, &[], &payload);
             assert!(
                 packet.len() <= MAX_DATAGRAM,
@@ -1779,7 +1922,7 @@ fn a_head_tells_each_copy_its_wait_behind_the_burst() {
     let on = waits(Model::Deep, true);
     let wire_us = |bytes: usize| {
         let us = (bytes + IP_UDP_OVERHEAD as usize) as f64 * 8e-6 * 1e6;
-        u32::from(wire::burst_wait_to_wire(us.round() as u32)) * wire::BURST_WAIT_UNIT_US
+        u32::from(wire::wait_to_wire(us.round() as u32)) * wire::WAIT_UNIT_US
     };
     for burst in on.chunks(3) {
         assert_eq!(burst[0].1, 0);
@@ -1852,6 +1995,7 @@ fn dropped_packets_are_reported_with_their_cause() {
         }],
         padding: false,
         burst_wait_us: 0,
+        queued_us: 0,
     };
     let drops = |p: &mut CelerityPeer| {
         std::iter::from_fn(|| p.poll_event())
@@ -1904,6 +2048,7 @@ fn head_of_session_2(c: CelerityConfig, rate: f64) -> (CelerityPeer, DataHeader)
         entries: Vec::new(),
         padding: false,
         burst_wait_us: 0,
+        queued_us: 0,
     };
     (p, header)
 }
@@ -2751,6 +2896,7 @@ fn the_packet_size_counts_the_copies_sent_before() {
         }],
         padding: false,
         burst_wait_us: 0,
+        queued_us: 0,
     };
     r.on_data(now, header, &[0u8; 1400]);
     let to: Vec<Addr> = std::iter::from_fn(|| r.poll_transmit(now))

@@ -73,10 +73,20 @@ pub struct DataHeader {
     /// it sent just before in the same instant (its other children's, of
     /// this packet and of others), µs: the tail takes it off the queuing
     /// delay it measures (docs/celerity.md, "The burst's wait"). It
-    /// travels in [`BURST_WAIT_UNIT_US`] units (one byte, only when not
-    /// zero), so a parsed header holds it rounded to them. Per copy, like
-    /// `entries`; local loss recovery's coded data leaves it out.
+    /// travels in [`WAIT_UNIT_US`] units (one byte, only when not zero), so
+    /// a parsed header holds it rounded to them. Per copy, like `entries`;
+    /// local loss recovery's coded data leaves it out.
     pub burst_wait_us: u32,
+    /// How long the packet has queued since its source sent it, µs: what
+    /// it waited at the source after its origin time, plus each link's
+    /// one-way delay above that link's base as the link's tail measured it
+    /// (a relay forwards the sum with its own link's part added). The
+    /// tails' age guard charges this part of a packet's age, not the
+    /// propagation of a longer path above (docs/celerity.md, "The hops'
+    /// queues"). It travels in [`WAIT_UNIT_US`] units (one byte, only when
+    /// not zero, saturating at 127.5 ms); per copy, and left out of local
+    /// loss recovery's coded data like the burst wait.
+    pub queued_us: u32,
 }
 
 impl DataHeader {
@@ -85,8 +95,9 @@ impl DataHeader {
     /// byte a packet that carries control adds.
     pub fn len(&self) -> usize {
         let extra = usize::from(self.wide());
-        let wait = usize::from(burst_wait_to_wire(self.burst_wait_us) > 0);
-        DATA_FIXED_LEN + 2 * extra + wait + (ENTRY_LEN + extra) * self.entries.len()
+        let wait = usize::from(wait_to_wire(self.burst_wait_us) > 0);
+        let queued = usize::from(wait_to_wire(self.queued_us) > 0);
+        DATA_FIXED_LEN + 2 * extra + wait + queued + (ENTRY_LEN + extra) * self.entries.len()
     }
 
     /// Whether some member mask needs two bytes (a member index of 8 or
@@ -203,18 +214,25 @@ const FLAG_PADDING: u8 = 0x40;
 /// entry count (and the control length byte).
 const FLAG_WAIT: u8 = 0x80;
 
-/// The unit a data packet's burst wait travels in, µs: one byte reaches
-/// 127.5 ms, more than the last of seven children's copies of 1400 bytes
-/// waits behind the other six at 600 kbit/s (116 ms), and
-/// rounding to it is at most 0.25 ms off, a tenth of the queue one
-/// 400-byte packet makes at 1.2 Mbit/s.
-pub const BURST_WAIT_UNIT_US: u32 = 500;
+/// The bits of the entry-count byte that count entries (at most 16); the
+/// others are flags.
+const ENTRIES_MASK: u8 = 0x1F;
+/// In the entry-count byte: a byte with the queued time
+/// ([`DataHeader::queued_us`]) follows the entry count (and the control
+/// length and burst wait bytes).
+const ENTRIES_QUEUED: u8 = 0x80;
 
-/// A burst wait in µs as it travels: the nearest [`BURST_WAIT_UNIT_US`]
+/// The unit a data packet's per-copy times (its burst wait and its queued
+/// time) travel in, µs: one byte reaches 127.5 ms, more than the last of
+/// seven children's copies of 1400 bytes waits behind the other six at
+/// 600 kbit/s (116 ms), and rounding to it is at most 0.25 ms off, a tenth
+/// of the queue one 400-byte packet makes at 1.2 Mbit/s.
+pub const WAIT_UNIT_US: u32 = 500;
+
+/// A per-copy time in µs as it travels: the nearest [`WAIT_UNIT_US`]
 /// units, saturating at 255 (0: no byte).
-pub fn burst_wait_to_wire(us: u32) -> u8 {
-    ((u64::from(us) + u64::from(BURST_WAIT_UNIT_US / 2)) / u64::from(BURST_WAIT_UNIT_US)).min(255)
-        as u8
+pub fn wait_to_wire(us: u32) -> u8 {
+    ((u64::from(us) + u64::from(WAIT_UNIT_US / 2)) / u64::from(WAIT_UNIT_US)).min(255) as u8
 }
 
 const TLV_RATE: u8 = 1;
@@ -385,7 +403,11 @@ fn parse_after_link(
             let relay_side = mask(11);
             let recv_side = mask(11 + mask_len);
             let mut o = 11 + 2 * mask_len;
-            let n_entries = usize::from(rest[o]);
+            let count = rest[o];
+            if count & !(ENTRIES_MASK | ENTRIES_QUEUED) != 0 {
+                return Err(CelerityWireError::Invalid("entry count"));
+            }
+            let n_entries = usize::from(count & ENTRIES_MASK);
             o += 1;
             if n_entries > MAX_PARTICIPANTS {
                 return Err(CelerityWireError::Invalid("entry count"));
@@ -400,7 +422,14 @@ fn parse_after_link(
             let burst_wait_us = if flags & FLAG_WAIT != 0 {
                 need(rest, o + 1, "burst wait")?;
                 o += 1;
-                u32::from(rest[o - 1]) * BURST_WAIT_UNIT_US
+                u32::from(rest[o - 1]) * WAIT_UNIT_US
+            } else {
+                0
+            };
+            let queued_us = if count & ENTRIES_QUEUED != 0 {
+                need(rest, o + 1, "queued time")?;
+                o += 1;
+                u32::from(rest[o - 1]) * WAIT_UNIT_US
             } else {
                 0
             };
@@ -432,6 +461,7 @@ fn parse_after_link(
                 entries,
                 padding: flags & FLAG_PADDING != 0,
                 burst_wait_us,
+                queued_us,
             };
             let control = parse_control(&rest[o..o + ctl_len])?;
             Ok(Packet::Data {
@@ -758,12 +788,12 @@ pub fn control_room(header: &DataHeader, media: usize, datagram: usize) -> usize
 }
 
 /// Append a data packet's body (what follows the link header) to `out`;
-/// with `wait` its burst wait too.
+/// with `per_copy` its burst wait and queued time too.
 fn emit_data_body(
     header: &DataHeader,
     control: &[u8],
     media: &[u8],
-    wait: bool,
+    per_copy: bool,
     out: &mut Vec<u8>,
 ) {
     assert!(
@@ -785,10 +815,13 @@ fn emit_data_body(
     if header.padding {
         flags |= FLAG_PADDING;
     }
-    let wait = if wait {
-        burst_wait_to_wire(header.burst_wait_us)
+    let (wait, queued) = if per_copy {
+        (
+            wait_to_wire(header.burst_wait_us),
+            wait_to_wire(header.queued_us),
+        )
     } else {
-        0
+        (0, 0)
     };
     if wait > 0 {
         flags |= FLAG_WAIT;
@@ -809,12 +842,20 @@ fn emit_data_body(
     out.extend_from_slice(&uprime.to_bits().to_be_bytes());
     mask(out, header.relay_side);
     mask(out, header.recv_side);
-    out.push(header.entries.len() as u8);
+    let count = header.entries.len() as u8;
+    out.push(if queued > 0 {
+        count | ENTRIES_QUEUED
+    } else {
+        count
+    });
     if !control.is_empty() {
         out.push(control.len() as u8);
     }
     if wait > 0 {
         out.push(wait);
+    }
+    if queued > 0 {
+        out.push(queued);
     }
     for e in &header.entries {
         out.push(e.member);
@@ -827,7 +868,8 @@ fn emit_data_body(
 /// The part of a data packet that local loss recovery codes (§5.4): its
 /// data header and media without piggybacked control (control is meant
 /// for the link's tail alone and superseded by then) and without the burst
-/// wait (a recovered packet's timing measures nothing), preceded by its
+/// wait and queued time (a recovered packet's timing measures nothing, and
+/// a relay forwards it as if it had not queued), preceded by its
 /// length as a big-endian `u16`, so that a source symbol padded with
 /// zeros to the symbol size gives the packet back exactly. `out` is
 /// cleared first.
@@ -895,6 +937,7 @@ mod tests {
             }],
             padding: false,
             burst_wait_us: 0,
+            queued_us: 0,
         };
         let mut ctl = Vec::new();
         emit_control(
@@ -946,6 +989,7 @@ mod tests {
             entries: Vec::new(),
             padding: false,
             burst_wait_us: 0,
+            queued_us: 0,
         };
         let prefix = COMMON_HEADER_LEN + LINK_HEADER_LEN;
         let len =
@@ -986,6 +1030,7 @@ mod tests {
                 entries: Vec::new(),
                 padding: false,
                 burst_wait_us: 0,
+                queued_us: 0,
             };
             let bytes = emit_data_packet(link, &header, &[], &[]);
             let Ok(Packet::Data { header: h, .. }) = parse(&bytes) else {
@@ -1002,17 +1047,18 @@ mod tests {
         }
     }
 
-    /// A copy's burst wait takes one byte only when it rounds to at least
-    /// one half-millisecond unit; it comes back rounded to the nearest
-    /// unit, saturates at 127.5 ms, rides after the control length byte,
-    /// and the coded form of the packet leaves it out.
+    /// A copy's burst wait and queued time each take one byte only when
+    /// they round to at least one half-millisecond unit; they come back
+    /// rounded to the nearest unit, saturate at 127.5 ms, ride after the
+    /// control length byte (the wait first), and the coded form of the
+    /// packet leaves them out.
     #[test]
-    fn the_burst_wait_travels_in_half_milliseconds() {
+    fn per_copy_times_travel_in_half_milliseconds() {
         let link = LinkHeader {
             hop_seq: 1,
             hop_ts_us: 2,
         };
-        let header = |burst_wait_us| DataHeader {
+        let header = |burst_wait_us, queued_us| DataHeader {
             session: 1,
             media_seq: 1,
             origin_ts_us: 1,
@@ -1025,9 +1071,10 @@ mod tests {
             }],
             padding: false,
             burst_wait_us,
+            queued_us,
         };
         let hello = [TLV_HELLO, 0];
-        for (sent, got, extra) in [
+        let times = [
             (0, 0, 0),
             (249, 0, 0),
             (250, 500, 1),
@@ -1036,39 +1083,59 @@ mod tests {
             (11_600, 11_500, 1),
             (127_500, 127_500, 1),
             (10_000_000, 127_500, 1),
-        ] {
-            let h = header(sent);
-            assert_eq!(h.len(), header(0).len() + extra, "{sent}");
-            for ctl in [&[][..], &hello] {
-                let bytes = emit_data_packet(link, &h, ctl, b"media");
-                assert_eq!(bytes.len(), data_packet_len(&h, ctl.len(), 5));
-                let Ok(Packet::Data {
-                    header: back,
-                    control,
-                    media,
-                    ..
-                }) = parse(&bytes)
-                else {
-                    panic!("not data")
-                };
-                assert_eq!(back, header(got), "{sent}");
-                assert_eq!(control.len(), ctl.len() / 2);
-                assert_eq!(media, b"media");
+        ];
+        for (wait, wait_got, wait_extra) in times {
+            for (queued, queued_got, queued_extra) in times {
+                let h = header(wait, queued);
+                let extra = wait_extra + queued_extra;
+                assert_eq!(h.len(), header(0, 0).len() + extra, "{wait} {queued}");
+                for ctl in [&[][..], &hello] {
+                    let bytes = emit_data_packet(link, &h, ctl, b"media");
+                    assert_eq!(bytes.len(), data_packet_len(&h, ctl.len(), 5));
+                    let Ok(Packet::Data {
+                        header: back,
+                        control,
+                        media,
+                        ..
+                    }) = parse(&bytes)
+                    else {
+                        panic!("not data")
+                    };
+                    assert_eq!(back, header(wait_got, queued_got), "{wait} {queued}");
+                    assert_eq!(control.len(), ctl.len() / 2);
+                    assert_eq!(media, b"media");
+                }
+                let mut coded = Vec::new();
+                emit_coded_data(&h, b"media", &mut coded);
+                let mut plain = Vec::new();
+                emit_coded_data(&header(0, 0), b"media", &mut plain);
+                assert_eq!(coded, plain, "{wait} {queued}");
             }
-            let mut coded = Vec::new();
-            emit_coded_data(&h, b"media", &mut coded);
-            let mut plain = Vec::new();
-            emit_coded_data(&header(0), b"media", &mut plain);
-            assert_eq!(coded, plain, "{sent}");
         }
-        // The flag and its byte: set, the byte follows the entry count.
-        let bytes = emit_data_packet(link, &header(3_000), &[], &[]);
+        // The flags and their bytes: the wait's in the first byte, the
+        // queued time's in the entry count; the bytes follow the count in
+        // that order.
+        let bytes = emit_data_packet(link, &header(3_000, 4_500), &[], &[]);
         let body = &bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN..];
         assert_eq!(body[0], 1 | FLAG_WAIT);
-        assert_eq!(body[DATA_FIXED_LEN], 6);
-        // The flag without its byte is a short packet.
-        let cut = &bytes[..COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN];
-        assert!(parse(cut).is_err());
+        assert_eq!(body[DATA_FIXED_LEN - 1], 1 | ENTRIES_QUEUED);
+        assert_eq!(body[DATA_FIXED_LEN..DATA_FIXED_LEN + 2], [6, 9]);
+        let bytes = emit_data_packet(link, &header(0, 4_500), &[], &[]);
+        let body = &bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN..];
+        assert_eq!(body[0], 1);
+        assert_eq!(body[DATA_FIXED_LEN], 9);
+        // A flag without its byte is a short packet.
+        for h in [header(3_000, 0), header(0, 3_000)] {
+            let bytes = emit_data_packet(link, &h, &[], &[]);
+            let cut = &bytes[..COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN];
+            assert!(parse(cut).is_err());
+        }
+        // The entry count's other flag bits are reserved.
+        for bit in [0x20, 0x40] {
+            let mut bytes = emit_data_packet(link, &header(0, 0), &[], &[]);
+            bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN - 1] |= bit;
+            assert!(matches!(parse(&bytes), Err(CelerityWireError::Invalid(_))));
+        }
     }
 
     #[test]
@@ -1313,6 +1380,7 @@ mod tests {
             proptest::collection::vec(entry, 0..=MAX_PARTICIPANTS),
             any::<bool>(),
             any::<u8>(),
+            any::<u8>(),
         )
             .prop_map(
                 |(
@@ -1325,6 +1393,7 @@ mod tests {
                     entries,
                     padding,
                     wait,
+                    queued,
                 )| {
                     // Any finite, non-negative half-precision value.
                     let uprime = f16::from_bits(u & 0x7BFF).to_f32();
@@ -1337,8 +1406,9 @@ mod tests {
                         recv_side,
                         entries,
                         padding,
-                        // Any wait the wire holds (0: none).
-                        burst_wait_us: u32::from(wait) * BURST_WAIT_UNIT_US,
+                        // Any times the wire holds (0: none).
+                        burst_wait_us: u32::from(wait) * WAIT_UNIT_US,
+                        queued_us: u32::from(queued) * WAIT_UNIT_US,
                     }
                 },
             )
@@ -1364,13 +1434,13 @@ mod tests {
             prop_assert_eq!(m, &media[..]);
 
             // Its coded form (§5.4), padded with zeros, gives it back,
-            // without the copy's burst wait.
+            // without the copy's burst wait and queued time.
             let mut coded = Vec::new();
             emit_coded_data(&header, &media, &mut coded);
             prop_assert!(coded.len() <= coded_data_len(MAX_PARTICIPANTS, media.len()));
             coded.resize(coded.len() + 17, 0);
             let (h, m) = parse_coded_data(&coded).unwrap();
-            prop_assert_eq!(h, DataHeader { burst_wait_us: 0, ..header });
+            prop_assert_eq!(h, DataHeader { burst_wait_us: 0, queued_us: 0, ..header });
             prop_assert_eq!(m, &media[..]);
         }
 
