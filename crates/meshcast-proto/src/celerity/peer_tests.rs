@@ -1379,16 +1379,12 @@ fn the_hops_queues_travel_with_the_copies() {
                 session: 3,
                 media_seq: seq as u32,
                 origin_ts_us: micros(Time::from_millis(10_000 - age_ms)),
-                uprime: 0.1,
-                relay_side: 0b1111,
-                recv_side: 0b1111,
                 entries: vec![TreeEntry {
                     member: 0,
                     children: 0b0100,
                 }],
-                padding: false,
-                burst_wait_us: 0,
                 queued_us,
+                ..first_packet_of_session_0()
             };
             let link = LinkHeader {
                 hop_seq: seq as u16,
