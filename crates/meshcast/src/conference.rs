@@ -131,6 +131,7 @@ pub(crate) struct RawConference {
     burst_wait: Option<bool>,
     floor_rivals: Option<bool>,
     hop_queues: Option<bool>,
+    rival_share: Option<bool>,
     burst: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
@@ -364,6 +365,9 @@ pub(crate) fn check(
     }
     if let Some(h) = raw.hop_queues {
         params.hop_queues = h;
+    }
+    if let Some(r) = raw.rival_share {
+        params.rival_share = r;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

@@ -825,6 +825,11 @@ fn underlay_families_write_what_their_help_says() {
 /// with the rule, 0.922 and 0.926 without; the worst sessions 0.888 and
 /// 0.905), so `long-1` is run without the hops' queues, as it was
 /// measured (docs/celerity.md, "The hops' queues").
+///
+/// Since the rivals' cut share (`conference.rival_share`, seventh session
+/// of 2026-12-02) the rule gives 0.882 on underlay 73 (0.566 without) and
+/// 0.844 on `long-1` without the hops' queues (0.590 without; 0.891 with
+/// the floor's rivals alone); docs/celerity.md, "The rivals' cut share".
 #[test]
 fn the_floor_orders_like_sessions_against_each_other() {
     let dir = tempfile::tempdir().unwrap();

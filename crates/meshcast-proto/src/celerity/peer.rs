@@ -844,6 +844,31 @@ pub struct CelerityParams {
     /// their router crowded onto its other link (docs/celerity.md, "The
     /// hops' queues").
     pub hop_queues: bool,
+    /// The rivals' cut share (with [`floor_rivals`](Self::floor_rivals)):
+    /// where a session under the gain floor is ordered against its rivals,
+    /// each rival gains its `U′` divided by its own cut share (taken as at
+    /// least [`floor_share`](Self::floor_share)), as the floored session
+    /// gains the floor divided by its share. Default `true`.
+    ///
+    /// A session whose cut alternates between receivers crosses each link
+    /// of its cut in only a share of the intervals, so rule (10) pushes it
+    /// there with its `U′` times that share on average. The floored session
+    /// is exempt (its floor is divided by its share, see
+    /// [`floor_share`](Self::floor_share)), and its rivals were not: a rival
+    /// slower than it (a larger `U′`) that crossed the link half the time
+    /// pushed with half its `U′`, less than the floored session's whole
+    /// floor, and lost the link to it. Traced on a held-out underlay
+    /// (seed 170): P0, under the floor at 29 ms, got 1.27 of its coded
+    /// optimum and P1 and P3 (`U′` 36–37 ms) 0.72–0.73; P1's cut crossed
+    /// the links into P0 in 78% of the intervals, so it pushed there with
+    /// 29 of its 37 ms (docs/celerity.md, "The rivals' cut share"; 0.78–0.79
+    /// with the rule). With the rule both sides push with their
+    /// averages undivided, so the floor's order compares like with like.
+    /// Sessions that cross much less often than the floored one (not
+    /// rivals) keep rule (10)'s gain: they are bottlenecked elsewhere as
+    /// much, and lifting them too (a throwaway build) lost `long-1`'s even
+    /// split (0.89 → 0.70).
+    pub rival_share: bool,
 }
 
 /// See [`CelerityParams::pace_to_heads`]: from this many members on, sources
@@ -1123,6 +1148,7 @@ impl Default for CelerityParams {
             burst_wait: true,
             floor_rivals: true,
             hop_queues: true,
+            rival_share: true,
         }
     }
 }
@@ -1328,8 +1354,17 @@ fn moved(now: f64, before: f64) -> bool {
 /// sessions above the floor whose cut crosses the link (a gain in
 /// `terms`, a `U′` in `uprime`) at least [`RIVAL_SHARE`] of the largest
 /// floored share; only the floored sessions' gains are scaled, and a
-/// single floored session is ordered against its rivals.
-fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool], rivals: Option<&[f64]>) {
+/// single floored session is ordered against its rivals. With `lift` as
+/// well (see [`CelerityParams::rival_share`]), each rival then gains its
+/// `U′` over its own share, taken as at least `lift`.
+fn floor_order(
+    terms: &mut [(f64, f64)],
+    uprime: &[f64],
+    floored: &[bool],
+    rivals: Option<&[f64]>,
+    lift: Option<f64>,
+) {
+    debug_assert!(floored.len() <= 64, "the rivals' bit set holds 64 sessions");
     if !floored.contains(&true) {
         return;
     }
@@ -1352,8 +1387,17 @@ fn floor_order(terms: &mut [(f64, f64)], uprime: &[f64], floored: &[bool], rival
         return;
     }
     let mean = sum / f64::from(count);
+    // The rivals, as a bit set (`ordered` reads the gains it then lifts).
+    let lifted = (0..floored.len())
+        .filter(|&m| lift.is_some() && !floored[m] && ordered(m))
+        .fold(0u64, |set, m| set | 1 << m);
     for m in (0..floored.len()).filter(|&m| floored[m]) {
         terms[m].0 *= uprime[m] / mean;
+    }
+    if let (Some(least), Some(share)) = (lift, rivals) {
+        for m in (0..floored.len()).filter(|&m| lifted & (1 << m) != 0) {
+            terms[m].0 = uprime[m] / share[m].max(least);
+        }
     }
 }
 
@@ -2629,7 +2673,8 @@ impl CelerityPeer {
             };
         }
         let rivals = self.cfg.params.floor_rivals.then_some(&inc.cut_share[..]);
-        floor_order(&mut terms, &own_uprime, &floored, rivals);
+        let lift = self.cfg.params.rival_share.then_some(floor_share);
+        floor_order(&mut terms, &own_uprime, &floored, rivals, lift);
         // The price is the delay price scaled so that the queue where it
         // meets the largest U′ on this link grows only as U′^(1−e) past
         // `queue_ceiling`: with the paper's plain price a link's standing

@@ -123,7 +123,7 @@ fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
     let mut terms = [(0.03, 0.03), (0.04, 0.04), (0.03, 0.03), (0.0, 0.03)];
     let uprime = [0.018, 0.04, 0.024, 0.02];
     let floored = [true, false, true, false];
-    floor_order(&mut terms, &uprime, &floored, None);
+    floor_order(&mut terms, &uprime, &floored, None, None);
     assert!((terms[0].0 - 0.03 * 18.0 / 21.0).abs() < 1e-12, "{terms:?}");
     assert!((terms[2].0 - 0.03 * 24.0 / 21.0).abs() < 1e-12, "{terms:?}");
     assert!((terms[0].0 + terms[2].0 - 0.06).abs() < 1e-12);
@@ -132,7 +132,7 @@ fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
     assert_eq!((terms[0].1, terms[2].1), (0.03, 0.03));
     // Alone under the floor: nothing to order.
     let mut one = [(0.03, 0.03), (0.04, 0.04)];
-    floor_order(&mut one, &[0.018, 0.04], &[true, false], None);
+    floor_order(&mut one, &[0.018, 0.04], &[true, false], None, None);
     assert_eq!(one, [(0.03, 0.03), (0.04, 0.04)]);
 }
 
@@ -159,7 +159,7 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
     // Session 4 has a placeholder gain but no `U′` yet (unknown).
     let uprime = [0.014, 0.030, 0.034, 0.02, 0.0];
     let mut terms = base;
-    floor_order(&mut terms, &uprime, &floored, Some(&share));
+    floor_order(&mut terms, &uprime, &floored, Some(&share), None);
     let mean = (0.014 + 0.030) / 2.0;
     assert!(
         (terms[0].0 - floor_gain * 0.014 / mean).abs() < 1e-12,
@@ -169,7 +169,7 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
     assert_eq!(terms[0].1, 0.03);
     // Without the rule, alone under the floor: nothing to order.
     let mut alone = base;
-    floor_order(&mut alone, &uprime, &floored, None);
+    floor_order(&mut alone, &uprime, &floored, None, None);
     assert_eq!(alone, base);
     // With no rival as often in the cut: nothing to order either.
     let mut far = base;
@@ -178,6 +178,7 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
         &uprime,
         &floored,
         Some(&[0.76, 0.5, 0.46, 0.0, 1.0]),
+        None,
     );
     assert_eq!(far, base);
     // At equal `U′` the floor's own gain.
@@ -187,11 +188,68 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
         &[0.03, 0.03, 0.034, 0.02, 0.0],
         &floored,
         Some(&share),
+        None,
     );
     assert!((even[0].0 - floor_gain).abs() < 1e-12);
     // None under the floor: nothing at all.
     let mut none = base;
-    floor_order(&mut none, &uprime, &[false; 5], Some(&share));
+    floor_order(&mut none, &uprime, &[false; 5], Some(&share), None);
+    assert_eq!(none, base);
+}
+
+/// The rivals' cut share (`CelerityParams::rival_share`): with the
+/// floored session of the test above ordered against its rival, the rival
+/// gains its `U′` over its own cut share (30 ms / 0.78), as the floored
+/// session gains its floor over its share; the session crossing much less
+/// often, the one out of the cut and the unknown one keep their terms. A
+/// share under the least (`floor_share`) counts as the least. Without a
+/// session under the floor nothing changes.
+#[test]
+fn the_floor_lifts_its_rivals_by_their_cut_share() {
+    let floor_gain = 0.03 / 0.76;
+    let base = [
+        (floor_gain, 0.03),
+        (0.030, 0.030),
+        (0.034, 0.034),
+        (0.0, 0.02),
+        (0.6, 0.6),
+    ];
+    let floored = [true, false, false, false, false];
+    let share = [0.76, 0.78, 0.46, 0.0, 1.0];
+    let uprime = [0.014, 0.030, 0.034, 0.02, 0.0];
+    let mut terms = base;
+    floor_order(&mut terms, &uprime, &floored, Some(&share), Some(0.25));
+    let mean = (0.014 + 0.030) / 2.0;
+    assert!(
+        (terms[0].0 - floor_gain * 0.014 / mean).abs() < 1e-12,
+        "{terms:?}"
+    );
+    assert!((terms[1].0 - 0.030 / 0.78).abs() < 1e-12, "{terms:?}");
+    assert_eq!(terms[1].1, 0.030, "the step's scale is left alone");
+    assert_eq!(&terms[2..], &base[2..]);
+    // Shares under the least count as the least.
+    let mut thin = base;
+    floor_order(
+        &mut thin,
+        &uprime,
+        &floored,
+        Some(&[0.2, 0.15, 0.0, 0.0, 1.0]),
+        Some(0.25),
+    );
+    assert!((thin[1].0 - 0.030 / 0.25).abs() < 1e-12, "{thin:?}");
+    // No rival: nothing to order, nothing lifted.
+    let mut far = base;
+    floor_order(
+        &mut far,
+        &uprime,
+        &floored,
+        Some(&[0.76, 0.5, 0.46, 0.0, 1.0]),
+        Some(0.25),
+    );
+    assert_eq!(far, base);
+    // None under the floor: nothing at all.
+    let mut none = base;
+    floor_order(&mut none, &uprime, &[false; 5], Some(&share), Some(0.25));
     assert_eq!(none, base);
 }
 
