@@ -136,6 +136,30 @@ fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
     assert_eq!(one, [(0.03, 0.03), (0.04, 0.04)]);
 }
 
+/// The link of the floor's rivals tests: the gains and step scales, which
+/// sessions are under the floor, the cut shares and the sessions' own
+/// `U′`. Session 0 is under a 30-ms floor (own `U′` 14 ms, cut share 0.76,
+/// gain 0.03 / 0.76); 1 is above it and crosses about as often (30 ms,
+/// 0.78); 2 crosses much less often (34 ms, 0.46); 3 is out of the cut;
+/// 4 has a placeholder gain but no `U′` yet (unknown).
+fn rivals_link() -> RivalsLink {
+    (
+        [
+            (0.03 / 0.76, 0.03),
+            (0.030, 0.030),
+            (0.034, 0.034),
+            (0.0, 0.02),
+            (0.6, 0.6),
+        ],
+        [true, false, false, false, false],
+        [0.76, 0.78, 0.46, 0.0, 1.0],
+        [0.014, 0.030, 0.034, 0.02, 0.0],
+    )
+}
+
+/// See [`rivals_link`].
+type RivalsLink = ([(f64, f64); 5], [bool; 5], [f64; 5], [f64; 5]);
+
 /// The floor's rivals (`CelerityParams::floor_rivals`): a session under a
 /// 30-ms floor (own `U′` 14 ms, cut share 0.76, gain 0.03 / 0.76) is
 /// ordered against a session above the floor whose cut crosses the link
@@ -146,18 +170,8 @@ fn the_floor_orders_the_sessions_under_it_by_their_own_uprime() {
 /// `U′` the floored gain is the floor's.
 #[test]
 fn the_floor_orders_a_session_under_it_against_its_rivals() {
-    let floor_gain = 0.03 / 0.76;
-    let base = [
-        (floor_gain, 0.03),
-        (0.030, 0.030),
-        (0.034, 0.034),
-        (0.0, 0.02),
-        (0.6, 0.6),
-    ];
-    let floored = [true, false, false, false, false];
-    let share = [0.76, 0.78, 0.46, 0.0, 1.0];
-    // Session 4 has a placeholder gain but no `U′` yet (unknown).
-    let uprime = [0.014, 0.030, 0.034, 0.02, 0.0];
+    let (base, floored, share, uprime) = rivals_link();
+    let floor_gain = base[0].0;
     let mut terms = base;
     floor_order(&mut terms, &uprime, &floored, Some(&share), None);
     let mean = (0.014 + 0.030) / 2.0;
@@ -171,16 +185,18 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
     let mut alone = base;
     floor_order(&mut alone, &uprime, &floored, None, None);
     assert_eq!(alone, base);
-    // With no rival as often in the cut: nothing to order either.
-    let mut far = base;
-    floor_order(
-        &mut far,
-        &uprime,
-        &floored,
-        Some(&[0.76, 0.5, 0.46, 0.0, 1.0]),
-        None,
-    );
-    assert_eq!(far, base);
+    // With no rival as often in the cut: nothing to order either, nor to
+    // lift (see `CelerityParams::rival_share`); and with no session under
+    // the floor nothing at all.
+    for lift in [None, Some(0.25)] {
+        let mut far = base;
+        let no_rival = [0.76, 0.5, 0.46, 0.0, 1.0];
+        floor_order(&mut far, &uprime, &floored, Some(&no_rival), lift);
+        assert_eq!(far, base);
+        let mut none = base;
+        floor_order(&mut none, &uprime, &[false; 5], Some(&share), lift);
+        assert_eq!(none, base);
+    }
     // At equal `U′` the floor's own gain.
     let mut even = base;
     floor_order(
@@ -191,10 +207,6 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
         None,
     );
     assert!((even[0].0 - floor_gain).abs() < 1e-12);
-    // None under the floor: nothing at all.
-    let mut none = base;
-    floor_order(&mut none, &uprime, &[false; 5], Some(&share), None);
-    assert_eq!(none, base);
 }
 
 /// The rivals' cut share (`CelerityParams::rival_share`): with the
@@ -203,27 +215,16 @@ fn the_floor_orders_a_session_under_it_against_its_rivals() {
 /// session gains its floor over its share; the session crossing much less
 /// often, the one out of the cut and the unknown one keep their terms. A
 /// share under the least (`floor_share`) counts as the least. Without a
-/// session under the floor nothing changes.
+/// rival or a session under the floor nothing changes (the test above).
 #[test]
 fn the_floor_lifts_its_rivals_by_their_cut_share() {
-    let floor_gain = 0.03 / 0.76;
-    let base = [
-        (floor_gain, 0.03),
-        (0.030, 0.030),
-        (0.034, 0.034),
-        (0.0, 0.02),
-        (0.6, 0.6),
-    ];
-    let floored = [true, false, false, false, false];
-    let share = [0.76, 0.78, 0.46, 0.0, 1.0];
-    let uprime = [0.014, 0.030, 0.034, 0.02, 0.0];
+    let (base, floored, share, uprime) = rivals_link();
     let mut terms = base;
     floor_order(&mut terms, &uprime, &floored, Some(&share), Some(0.25));
-    let mean = (0.014 + 0.030) / 2.0;
-    assert!(
-        (terms[0].0 - floor_gain * 0.014 / mean).abs() < 1e-12,
-        "{terms:?}"
-    );
+    // The floored session is ordered as without the lift.
+    let mut ordered = base;
+    floor_order(&mut ordered, &uprime, &floored, Some(&share), None);
+    assert_eq!(terms[0], ordered[0]);
     assert!((terms[1].0 - 0.030 / 0.78).abs() < 1e-12, "{terms:?}");
     assert_eq!(terms[1].1, 0.030, "the step's scale is left alone");
     assert_eq!(&terms[2..], &base[2..]);
@@ -237,20 +238,6 @@ fn the_floor_lifts_its_rivals_by_their_cut_share() {
         Some(0.25),
     );
     assert!((thin[1].0 - 0.030 / 0.25).abs() < 1e-12, "{thin:?}");
-    // No rival: nothing to order, nothing lifted.
-    let mut far = base;
-    floor_order(
-        &mut far,
-        &uprime,
-        &floored,
-        Some(&[0.76, 0.5, 0.46, 0.0, 1.0]),
-        Some(0.25),
-    );
-    assert_eq!(far, base);
-    // None under the floor: nothing at all.
-    let mut none = base;
-    floor_order(&mut none, &uprime, &[false; 5], Some(&share), Some(0.25));
-    assert_eq!(none, base);
 }
 
 #[test]
