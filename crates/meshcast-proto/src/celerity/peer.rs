@@ -1374,28 +1374,31 @@ fn floor_order(
             .map(|m| share[m])
             .fold(0.0, f64::max)
     });
-    let ordered = |m: usize| {
-        floored[m]
-            || rivals.is_some_and(|share| {
-                terms[m].0 > 0.0 && uprime[m] > 0.0 && share[m] >= RIVAL_SHARE * top_share
+    // The rivals, as a bit set, found once from the gains as they came
+    // (lifting changes them).
+    let rival_set = rivals.map_or(0u64, |share| {
+        (0..floored.len())
+            .filter(|&m| {
+                !floored[m]
+                    && terms[m].0 > 0.0
+                    && uprime[m] > 0.0
+                    && share[m] >= RIVAL_SHARE * top_share
             })
-    };
+            .fold(0, |set, m| set | 1 << m)
+    });
+    let rival = |m: usize| rival_set & (1 << m) != 0;
     let (sum, count) = (0..floored.len())
-        .filter(|&m| ordered(m))
+        .filter(|&m| floored[m] || rival(m))
         .fold((0.0, 0u32), |(s, n), m| (s + uprime[m], n + 1));
     if count < 2 || sum <= 0.0 {
         return;
     }
     let mean = sum / f64::from(count);
-    // The rivals, as a bit set (`ordered` reads the gains it then lifts).
-    let lifted = (0..floored.len())
-        .filter(|&m| lift.is_some() && !floored[m] && ordered(m))
-        .fold(0u64, |set, m| set | 1 << m);
     for m in (0..floored.len()).filter(|&m| floored[m]) {
         terms[m].0 *= uprime[m] / mean;
     }
     if let (Some(least), Some(share)) = (lift, rivals) {
-        for m in (0..floored.len()).filter(|&m| lifted & (1 << m) != 0) {
+        for m in (0..floored.len()).filter(|&m| rival(m)) {
             terms[m].0 = uprime[m] / share[m].max(least);
         }
     }
