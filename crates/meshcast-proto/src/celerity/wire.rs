@@ -323,6 +323,22 @@ fn need(buf: &[u8], n: usize, what: &'static str) -> Result<(), CelerityWireErro
     }
 }
 
+/// The byte at `*o` when a flag says it is `present` (moving `*o` past
+/// it), 0 when not.
+fn optional_byte(
+    buf: &[u8],
+    o: &mut usize,
+    present: bool,
+    what: &'static str,
+) -> Result<u8, CelerityWireError> {
+    if !present {
+        return Ok(0);
+    }
+    need(buf, *o + 1, what)?;
+    *o += 1;
+    Ok(buf[*o - 1])
+}
+
 /// A parsed Celerity packet borrowing its payload.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Packet<'a> {
@@ -412,27 +428,12 @@ fn parse_after_link(
             if n_entries > MAX_PARTICIPANTS {
                 return Err(CelerityWireError::Invalid("entry count"));
             }
-            let ctl_len = if flags & FLAG_CONTROL != 0 {
-                need(rest, o + 1, "control length")?;
-                o += 1;
-                usize::from(rest[o - 1])
-            } else {
-                0
-            };
-            let burst_wait_us = if flags & FLAG_WAIT != 0 {
-                need(rest, o + 1, "burst wait")?;
-                o += 1;
-                u32::from(rest[o - 1]) * WAIT_UNIT_US
-            } else {
-                0
-            };
-            let queued_us = if count & ENTRIES_QUEUED != 0 {
-                need(rest, o + 1, "queued time")?;
-                o += 1;
-                u32::from(rest[o - 1]) * WAIT_UNIT_US
-            } else {
-                0
-            };
+            let mut byte = |present: bool, what| optional_byte(rest, &mut o, present, what);
+            let ctl_len = usize::from(byte(flags & FLAG_CONTROL != 0, "control length")?);
+            let burst_wait_us =
+                u32::from(byte(flags & FLAG_WAIT != 0, "burst wait")?) * WAIT_UNIT_US;
+            let queued_us =
+                u32::from(byte(count & ENTRIES_QUEUED != 0, "queued time")?) * WAIT_UNIT_US;
             let entry_len = 1 + mask_len;
             need(
                 rest,
