@@ -14,7 +14,8 @@ many have no session losing more than 5%, then the sessions' drops in the
 windows by cause (`dropped` in the summary: late, policed at a head, link
 down), which say where the loss came from. `--set` is handed to every run
 (e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
-scenario's figures to FILE.
+scenario's figures to FILE, and `compare_scores.py BEFORE.json AFTER.json`
+compares two such files underlay by underlay.
 
 The usual set is the thirty random underlays:
 

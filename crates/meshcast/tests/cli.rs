@@ -672,6 +672,83 @@ fn underlay_scripts_generate_and_score_underlays() {
     );
 }
 
+/// `compare_scores.py` pairs two scorings by scenario file name (whatever
+/// the directory) and reports each side's row, the mean change of the
+/// worst fraction, the moves past the threshold with their sign test, and
+/// the crossings of 0.8; files that share no scenario or are not scorings
+/// are refused.
+#[test]
+fn compare_scores_pairs_underlays_by_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let score = |path: &str, worst: f64, late: u64| {
+        serde_json::json!({
+            "scenario": path,
+            "worst_fraction": worst,
+            "worst_loss": 0.01,
+            "dropped": {"late": late, "policed": 0, "link_down": 0},
+            "sessions": {"P0": {"fraction": worst, "loss": 0.01}},
+        })
+    };
+    let before = serde_json::json!([
+        score("x/a.toml", 0.70, 5),
+        score("x/b.toml", 0.90, 0),
+        score("x/c.toml", 0.85, 0),
+        score("x/d.toml", 0.95, 0),
+    ]);
+    let after = serde_json::json!([
+        score("y/a.toml", 0.82, 1),
+        score("y/b.toml", 0.87, 0),
+        score("y/c.toml", 0.79, 0),
+        score("y/d.toml", 0.96, 0),
+        score("y/e.toml", 0.50, 0),
+    ]);
+    std::fs::write(d.join("before.json"), before.to_string()).unwrap();
+    std::fs::write(d.join("after.json"), after.to_string()).unwrap();
+    let out = python_ok("compare_scores.py", &["before.json", "after.json"], d);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "only in after.json (left out): e.toml",
+        "4 underlays",
+        "before: mean worst 0.850, median 0.875, lowest 0.700; at 0.8 3, within 5% loss 4; late 5;",
+        "after:  mean worst 0.860, median 0.845, lowest 0.790; at 0.8 3, within 5% loss 4; late 1;",
+        "worst fraction: mean change +0.0100",
+        "by 0.02 or more: 1 up, 2 down (sign test p = 1.000)",
+        "crossed 0.8: 1 up (a.toml), 1 down (c.toml)",
+        "  c.toml: 0.850 -> 0.790 (-0.060)",
+        "  a.toml: 0.700 -> 0.820 (+0.120)",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
+    }
+    assert!(!stdout.contains("d.toml: "), "{stdout}");
+    // Seven underlays all up by the threshold or more: p = 2/2^7.
+    let many = |v: f64| {
+        serde_json::Value::Array((0..7).map(|i| score(&format!("r{i}.toml"), v, 0)).collect())
+    };
+    std::fs::write(d.join("low.json"), many(0.7).to_string()).unwrap();
+    std::fs::write(d.join("high.json"), many(0.75).to_string()).unwrap();
+    let out = python_ok("compare_scores.py", &["low.json", "high.json"], d);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("7 up, 0 down (sign test p = 0.016)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let refused = |a: &str, b: &str, message: &str| {
+        let out = python("compare_scores.py", &[a, b], d);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    };
+    refused("before.json", "low.json", "no scenario file in common");
+    std::fs::write(d.join("bad.json"), "{\"scenario\": 1}").unwrap();
+    refused(
+        "bad.json",
+        "after.json",
+        "not a score_underlays.py --json file",
+    );
+    refused("none.json", "after.json", "none.json: No such file");
+}
+
 /// `random_underlay.py --family` writes the underlays its help describes
 /// (docs/celerity.md, "Underlays nobody tuned for"): the core family's files
 /// as they always were, the others under their own names with their own

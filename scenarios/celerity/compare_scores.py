@@ -1,0 +1,143 @@
+"""Compare two scorings of the same underlays, underlay by underlay.
+
+    python3 scenarios/celerity/compare_scores.py [--threshold T] BEFORE.json AFTER.json
+
+BEFORE and AFTER are `score_underlays.py --json` files of the same
+scenario files (matched by file name, so two copies of a set in different
+directories compare too), e.g. the defaults and a candidate rule:
+
+    python3 scenarios/celerity/score_underlays.py --json before.json DIR/r*.toml
+    python3 scenarios/celerity/score_underlays.py --set conference.KEY=V \\
+        --json after.json DIR/r*.toml
+    python3 scenarios/celerity/compare_scores.py before.json after.json
+
+It prints each side's row (mean, median and lowest worst fraction,
+underlays with every session at 0.8 or more, underlays whose worst session
+loses at most 5%, packets dropped late, mean session loss, mean session
+fraction), then the paired comparison: the mean change of the worst
+fraction with a 95% interval (normal approximation over the underlays'
+changes), how many underlays rose and fell by at least T (default 0.02)
+with the two-sided sign test's p-value over those, the underlays that
+crossed 0.8 each way, and every underlay that moved by T or more.
+
+The loop is chaotic, so a set's count at 0.8 moves by two to five of
+ninety under changes that do nothing systematic, and underlays picked for
+being short rise under most changes (docs/celerity.md, "Held-out
+underlays"). The paired figures say whether a change moved a whole set
+more than that. Their interval treats the underlays' changes as
+independent draws, which makes it a lower bound on the uncertainty:
+`steady_gain = 1` came out at +0.009 (+0.002 to +0.016) on seeds 91-180
+and +0.008 (+0.001 to +0.014) on seeds 181-270, then -0.001 (-0.005 to
++0.004) on seeds 361-450. A candidate is confirmed on a set drawn after
+it was chosen.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+LINE = 0.8
+LOSS = 0.05
+
+
+def load(path):
+    """A `score_underlays.py --json` file: its scores by scenario file
+    name. Exits with a message if it is not one."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)
+    except OSError as e:
+        sys.exit(f"{path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        sys.exit(f"{path}: not JSON ({e})")
+    if not isinstance(rows, list) or not rows:
+        sys.exit(f"{path}: not a score_underlays.py --json file (expected a non-empty list)")
+    scores = {}
+    for r in rows:
+        try:
+            name = os.path.basename(r["scenario"])
+            r["worst_fraction"] + r["worst_loss"]
+            r["dropped"]["late"]
+            [s["fraction"] + s["loss"] for s in r["sessions"].values()]
+        except (KeyError, TypeError, AttributeError):
+            sys.exit(f"{path}: not a score_underlays.py --json file (a row lacks its scores)")
+        if name in scores:
+            sys.exit(f"{path}: {name} is scored twice")
+        scores[name] = r
+    return scores
+
+
+def row(scores):
+    """The set's row, as docs/celerity.md's tables give it."""
+    worst = [r["worst_fraction"] for r in scores]
+    sessions = [s for r in scores for s in r["sessions"].values()]
+    return (f"mean worst {statistics.mean(worst):.3f}, median {statistics.median(worst):.3f}, "
+            f"lowest {min(worst):.3f}; at {LINE} {sum(w >= LINE for w in worst)}, "
+            f"within {LOSS:.0%} loss {sum(r['worst_loss'] <= LOSS for r in scores)}; "
+            f"late {sum(r['dropped']['late'] for r in scores)}; "
+            f"mean session loss {100 * statistics.mean(s['loss'] for s in sessions):.2f}%, "
+            f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}")
+
+
+def sign_test(up, down):
+    """The two-sided exact sign test's p-value for `up` rises against
+    `down` falls (1 when nothing moved)."""
+    n = up + down
+    if n == 0:
+        return 1.0
+    k = min(up, down)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Compare two score_underlays.py --json files "
+                                 "underlay by underlay (see the module's docstring).")
+    ap.add_argument("before", metavar="BEFORE.json")
+    ap.add_argument("after", metavar="AFTER.json")
+    ap.add_argument("--threshold", type=float, default=0.02, metavar="T",
+                    help="the change of a worst fraction that counts as a move (default 0.02)")
+    args = ap.parse_args()
+    if not args.threshold > 0:
+        sys.exit("--threshold must be above 0")
+    before, after = load(args.before), load(args.after)
+    common = sorted(set(before) & set(after))
+    if not common:
+        sys.exit("the two files score no scenario file in common")
+    for path, one, other in ((args.before, before, after), (args.after, after, before)):
+        left = sorted(set(one) - set(other))
+        if left:
+            print(f"only in {path} (left out): {', '.join(left)}")
+    a = [before[k] for k in common]
+    b = [after[k] for k in common]
+    print(f"{len(common)} underlays")
+    print(f"before: {row(a)}")
+    print(f"after:  {row(b)}")
+    deltas = [y["worst_fraction"] - x["worst_fraction"] for x, y in zip(a, b)]
+    mean = statistics.mean(deltas)
+    half = 1.96 * statistics.stdev(deltas) / math.sqrt(len(deltas)) if len(deltas) > 1 else 0.0
+    t = args.threshold
+    up = sum(d >= t for d in deltas)
+    down = sum(d <= -t for d in deltas)
+    crossed_up = [k for k, x, y in zip(common, a, b)
+                  if x["worst_fraction"] < LINE <= y["worst_fraction"]]
+    crossed_down = [k for k, x, y in zip(common, a, b)
+                    if y["worst_fraction"] < LINE <= x["worst_fraction"]]
+    print(f"worst fraction: mean change {mean:+.4f} (95% interval {mean - half:+.4f} "
+          f"to {mean + half:+.4f}); by {t} or more: {up} up, {down} down "
+          f"(sign test p = {sign_test(up, down):.3f})")
+    print(f"crossed {LINE}: {len(crossed_up)} up"
+          + (f" ({', '.join(crossed_up)})" if crossed_up else "")
+          + f", {len(crossed_down)} down"
+          + (f" ({', '.join(crossed_down)})" if crossed_down else ""))
+    moved = sorted(((d, k, x, y) for d, k, x, y in zip(deltas, common, a, b) if abs(d) >= t),
+                   key=lambda m: m[0])
+    for d, k, x, y in moved:
+        print(f"  {k}: {x['worst_fraction']:.3f} -> {y['worst_fraction']:.3f} ({d:+.3f}), "
+              f"worst loss {100 * x['worst_loss']:.1f}% -> {100 * y['worst_loss']:.1f}%")
+
+
+if __name__ == "__main__":
+    main()
