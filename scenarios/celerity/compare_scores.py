@@ -42,6 +42,24 @@ LINE = 0.8
 LOSS = 0.05
 
 
+def number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def well_formed(r):
+    """Whether a row has the figures this script reads, as
+    `score_underlays.py` writes them."""
+    try:
+        return (isinstance(r["scenario"], str)
+                and number(r["worst_fraction"]) and number(r["worst_loss"])
+                and number(r["dropped"]["late"])
+                and bool(r["sessions"])
+                and all(number(s["fraction"]) and number(s["loss"])
+                        for s in r["sessions"].values()))
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
 def load(path):
     """A `score_underlays.py --json` file: its scores by scenario file
     name. Exits with a message if it is not one."""
@@ -56,13 +74,9 @@ def load(path):
         sys.exit(f"{path}: not a score_underlays.py --json file (expected a non-empty list)")
     scores = {}
     for r in rows:
-        try:
-            name = os.path.basename(r["scenario"])
-            r["worst_fraction"] + r["worst_loss"]
-            r["dropped"]["late"]
-            [s["fraction"] + s["loss"] for s in r["sessions"].values()]
-        except (KeyError, TypeError, AttributeError):
+        if not well_formed(r):
             sys.exit(f"{path}: not a score_underlays.py --json file (a row lacks its scores)")
+        name = os.path.basename(r["scenario"])
         if name in scores:
             sys.exit(f"{path}: {name} is scored twice")
         scores[name] = r
@@ -140,4 +154,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:
+        # The reader (e.g. `head`) stopped reading: not an error here.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -746,6 +746,12 @@ fn compare_scores_pairs_underlays_by_file_name() {
         "after.json",
         "not a score_underlays.py --json file",
     );
+    std::fs::write(
+        d.join("short.json"),
+        serde_json::json!([{"scenario": "a.toml", "worst_fraction": 0.9}]).to_string(),
+    )
+    .unwrap();
+    refused("short.json", "after.json", "a row lacks its scores");
     refused("none.json", "after.json", "none.json: No such file");
 }
 
