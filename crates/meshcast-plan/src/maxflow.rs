@@ -206,9 +206,13 @@ fn rebalance(
     for (a, ex) in excess.iter_mut().enumerate() {
         while *ex > 0 {
             // To a deficit (the flow keeps its value), else to the source.
+            // A search that finds no deficit has visited every node it
+            // reaches, in the order a search for the source alone would,
+            // so the source's path is already in its tree.
             let (to, most) = match scratch.path(n, a, |v| deficit[v] > 0) {
                 Some(v) => (v, (*ex).min(deficit[v])),
-                None => (scratch.path(n, a, |v| v == s)?, *ex),
+                None if a != s && scratch.prev[s] != usize::MAX => (s, *ex),
+                None => return None,
             };
             let moved = scratch.push(n, a, to, most);
             *ex -= moved;
