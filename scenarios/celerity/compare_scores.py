@@ -38,11 +38,11 @@ import os
 import statistics
 import sys
 
-LINE = 0.8
-LOSS = 0.05
+from score_underlays import DROP_CAUSES, LINE, LOSS, set_figures
 
 
 def number(x):
+    """Whether a JSON value is a number (not a boolean)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -52,7 +52,7 @@ def well_formed(r):
     try:
         return (isinstance(r["scenario"], str)
                 and number(r["worst_fraction"]) and number(r["worst_loss"])
-                and number(r["dropped"]["late"])
+                and all(number(r["dropped"][c]) for c in DROP_CAUSES)
                 and bool(r["sessions"])
                 and all(number(s["fraction"]) and number(s["loss"])
                         for s in r["sessions"].values()))
@@ -85,12 +85,12 @@ def load(path):
 
 def row(scores):
     """The set's row, as docs/celerity.md's tables give it."""
-    worst = [r["worst_fraction"] for r in scores]
+    f = set_figures(scores)
     sessions = [s for r in scores for s in r["sessions"].values()]
-    return (f"mean worst {statistics.mean(worst):.3f}, median {statistics.median(worst):.3f}, "
-            f"lowest {min(worst):.3f}; at {LINE} {sum(w >= LINE for w in worst)}, "
-            f"within {LOSS:.0%} loss {sum(r['worst_loss'] <= LOSS for r in scores)}; "
-            f"late {sum(r['dropped']['late'] for r in scores)}; "
+    return (f"mean worst {f['mean']:.3f}, median {f['median']:.3f}, "
+            f"lowest {f['lowest']:.3f}; at {LINE} {f['at_line']}, "
+            f"within {LOSS:.0%} loss {f['within_loss']}; "
+            f"late {f['dropped']['late']}; "
             f"mean session loss {100 * statistics.mean(s['loss'] for s in sessions):.2f}%, "
             f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}")
 

@@ -82,6 +82,26 @@ def score(summary):
 
 DROP_CAUSES = ("late", "policed", "link_down")
 
+# The line a set's count is taken at: every session at this fraction of its
+# coded optimum, and the worst session's loss at most this.
+LINE = 0.8
+LOSS = 0.05
+
+
+def set_figures(results):
+    """A set's row from its scores (`score`'s dicts): the mean, median and
+    lowest worst fraction, how many hold `LINE` and `LOSS`, and the drops
+    by cause."""
+    fractions = [r["worst_fraction"] for r in results]
+    return {
+        "mean": statistics.mean(fractions),
+        "median": statistics.median(fractions),
+        "lowest": min(fractions),
+        "at_line": sum(f >= LINE for f in fractions),
+        "within_loss": sum(r["worst_loss"] <= LOSS for r in results),
+        "dropped": {c: sum(r["dropped"][c] for r in results) for c in DROP_CAUSES},
+    }
+
 
 def drops_text(dropped):
     """A `dropped` object as `L late, P policed, D link down`."""
@@ -186,13 +206,12 @@ def main():
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
               f"{r['wall_s']:.1f} s", flush=True)
-    dropped = {c: sum(r["dropped"][c] for r in results) for c in DROP_CAUSES}
-    fractions = [r["worst_fraction"] for r in results]
-    print(f"{len(results)} scenarios: mean worst fraction {statistics.mean(fractions):.3f}, "
-          f"median {statistics.median(fractions):.3f}, lowest {min(fractions):.3f}; "
-          f"every session >= 0.8 in {sum(f >= 0.8 for f in fractions)}, "
-          f"worst loss <= 5% in {sum(r['worst_loss'] <= 0.05 for r in results)}; "
-          f"drops {drops_text(dropped)}")
+    f = set_figures(results)
+    print(f"{len(results)} scenarios: mean worst fraction {f['mean']:.3f}, "
+          f"median {f['median']:.3f}, lowest {f['lowest']:.3f}; "
+          f"every session >= {LINE} in {f['at_line']}, "
+          f"worst loss <= {LOSS:.0%} in {f['within_loss']}; "
+          f"drops {drops_text(f['dropped'])}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
