@@ -29,6 +29,8 @@
 
 use crate::maxflow::{FlowGraph, Flows, INF, Scratch, TreeFlows};
 use meshcast_core::Duration;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Which trees a session may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -648,9 +650,11 @@ fn greedy_arborescences(
     // budget of max-flows — thousands per tree, hundreds of trees.
     let mut try_exact = true;
     let mut tree_flows = TreeFlows::default();
+    let mut known = Known::default();
     while k > 0 && out.len() < max_trees {
         let mut st = Grow::new(n, sinks.len());
         tree_flows.start(&flows, 0, sinks, k - 1);
+        known.clear();
         let mut search = Search {
             g: &g,
             tree_flows: &mut tree_flows,
@@ -658,8 +662,13 @@ fn greedy_arborescences(
             delay: delay.as_ref(),
             scratch: &mut *scratch,
             budget: 8 * n * n,
+            known: &mut known,
         };
         let mut exact = try_exact && search.grow(&mut st, true);
+        #[cfg(test)]
+        if try_exact {
+            tests_only::TRAIL.with_borrow_mut(|t| t.push((exact, search.budget)));
+        }
         try_exact = exact;
         if !exact {
             // Out of budget (or, with a delay bound, no invariant-keeping
@@ -774,6 +783,139 @@ struct Search<'a> {
     scratch: &'a mut Scratch,
     /// Capacity evaluations left before giving up on exactness.
     budget: usize,
+    /// What this search has learnt of partial trees it may meet again.
+    known: &'a mut Known,
+}
+
+/// What one tree's exact search has learnt about partial trees: those the
+/// invariant refused, and those it entered and found no tree from, with
+/// the capacity evaluations that took.
+///
+/// The search grows a tree one edge at a time in a fixed order and
+/// backtracks on dead ends, so it meets the same partial tree again
+/// whenever two edges can be taken in either order: after the subtree
+/// under `e₁` fails, the one under `e₂` tries `e₁` again. Over the first
+/// 8 s of a 15-member conference (`large-7`) the searches that ran out of
+/// budget were 3% of all but spent half of all evaluations (3.2 of 6.1
+/// million), much of it on partial trees met before. What the search does
+/// with a partial tree depends on that tree alone (whether the invariant
+/// admits it is the exact answer of [`TreeFlows::admits`] for its edge
+/// set; its candidates and their order come from its nodes and depths),
+/// so meeting it again, the search would spend the same evaluations to the
+/// same end. It charges the budget those evaluations instead and moves
+/// on: the budget runs out exactly where it did, and the packing is the
+/// same tree for tree (`known_trees_are_charged_as_if_searched_again`).
+///
+/// A partial tree is known by its nodes' parents ([`Key`]), which holds
+/// graphs of up to [`KEY_NODES`] nodes; larger ones are searched without
+/// remembering.
+#[derive(Debug, Default)]
+struct Known {
+    /// Per partial tree entered and failed from: the evaluations its
+    /// search spent.
+    failed: HashMap<Key, usize, BuildHasherDefault<KeyHasher>>,
+    /// The partial trees the invariant refused.
+    refused: HashSet<Key, BuildHasherDefault<KeyHasher>>,
+}
+
+/// The most nodes a [`Key`] holds: a session of sixteen members, whose
+/// two-layer graph has 31 nodes (the peers' member masks are 16 bits).
+const KEY_NODES: usize = 32;
+
+/// A partial tree: each node's parent, [`NO_PARENT`] outside the tree.
+type Key = [u8; KEY_NODES];
+
+/// A node outside the tree, in a [`Key`].
+const NO_PARENT: u8 = u8::MAX;
+
+/// A multiply–rotate hash for [`Key`]s (a search's own keys, not chosen
+/// by anyone who could make them collide). With the standard library's
+/// keyed hash on boxed keys, the hash alone took 1.5% of a 15-member
+/// conference's run (`perf` on `large-7`) and the allocations about two
+/// points more; with fixed keys and this hash neither shows.
+#[derive(Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The tests' view into the search (per thread, as tests run in threads).
+#[cfg(test)]
+pub(crate) mod tests_only {
+    use std::cell::{Cell, RefCell};
+    thread_local! {
+        /// Search without [`super::Known`], as before it.
+        pub(crate) static FORGET: Cell<bool> = const { Cell::new(false) };
+        /// Per exact search tried: whether it found a tree, and the budget left.
+        pub(crate) static TRAIL: RefCell<Vec<(bool, usize)>> = const { RefCell::new(Vec::new()) };
+        /// Partial trees met again after their search failed, and after
+        /// the invariant refused them.
+        pub(crate) static FAILED_AGAIN: Cell<usize> = const { Cell::new(0) };
+        pub(crate) static REFUSED_AGAIN: Cell<usize> = const { Cell::new(0) };
+    }
+}
+
+impl Known {
+    fn clear(&mut self) {
+        self.failed.clear();
+        self.refused.clear();
+    }
+
+    /// The key of `st`'s partial tree (of at most [`KEY_NODES`] nodes),
+    /// with edge `e` added if given.
+    fn key(st: &Grow, e: Option<(usize, usize)>) -> Key {
+        // Node indices below `KEY_NODES` fit a byte.
+        let mut key = [NO_PARENT; KEY_NODES];
+        for (v, p) in st.parent.iter().enumerate() {
+            if let Some(p) = *p {
+                key[v] = p as u8;
+            }
+        }
+        if let Some((u, v)) = e {
+            key[v] = u as u8;
+        }
+        key
+    }
+
+    /// The evaluations a search of `st` with edge `e` added would spend
+    /// past the invariant's own, if it is known to find no tree: none if
+    /// the invariant refused it, what its search took if it failed.
+    fn after(&mut self, st: &Grow, e: (usize, usize)) -> Option<usize> {
+        let key = Known::key(st, Some(e));
+        if self.refused.contains(&key) {
+            #[cfg(test)]
+            tests_only::REFUSED_AGAIN.set(tests_only::REFUSED_AGAIN.get() + 1);
+            return Some(0);
+        }
+        let spent = self.failed.get(&key).copied();
+        #[cfg(test)]
+        if spent.is_some() {
+            tests_only::FAILED_AGAIN.set(tests_only::FAILED_AGAIN.get() + 1);
+        }
+        spent
+    }
+
+    /// The invariant refused `st` with `e` added.
+    fn refuse(&mut self, st: &Grow, e: (usize, usize)) {
+        self.refused.insert(Known::key(st, Some(e)));
+    }
+
+    /// The search of `st` found no tree, spending `spent` evaluations.
+    fn fail(&mut self, st: &Grow, spent: usize) {
+        self.failed.insert(Known::key(st, None), spent);
+    }
 }
 
 impl Search<'_> {
@@ -837,11 +979,9 @@ impl Search<'_> {
     }
 
     /// [`grow`](Self::grow) from the tree's candidate edges `cand`, in the
-    /// search's order. When an edge brings node `v` in, the next level's
-    /// candidates are these without the edges into `v`, merged with `v`'s
-    /// own edges out: the same list, in the same order, as collecting and
-    /// sorting them afresh (which took a fifth of the packing's time at
-    /// sixteen members), in linear time.
+    /// search's order. An exact search that meets a partial tree it knows
+    /// to end in no tree charges its budget what that took instead of
+    /// searching again ([`Known`]).
     fn grow_from(&mut self, st: &mut Grow, exact: bool, cand: &[u128]) -> bool {
         if st.missing == 0 {
             return true;
@@ -849,15 +989,62 @@ impl Search<'_> {
         if exact && self.budget == 0 {
             return false;
         }
+        let before = self.budget;
+        if self.extend(st, exact, cand) {
+            return true;
+        }
+        if exact && self.remember() && self.budget > 0 {
+            // `extend` leaves the tree as it found it.
+            self.known.fail(st, before - self.budget);
+        }
+        false
+    }
+
+    /// Whether the search keeps what it learns ([`Known`]): on graphs its
+    /// keys hold, unless a test compares it with a search that does not.
+    fn remember(&self) -> bool {
+        #[cfg(test)]
+        if tests_only::FORGET.get() {
+            return false;
+        }
+        self.g.n <= KEY_NODES
+    }
+
+    /// [`grow_from`](Self::grow_from) past its checks: try each candidate
+    /// in turn. When an edge brings node `v` in, the next level's
+    /// candidates are these without the edges into `v`, merged with `v`'s
+    /// own edges out: the same list, in the same order, as collecting and
+    /// sorting them afresh (which took a fifth of the packing's time at
+    /// sixteen members), in linear time.
+    fn extend(&mut self, st: &mut Grow, exact: bool, cand: &[u128]) -> bool {
         let mut fresh = Vec::new();
         let mut next = Vec::with_capacity(cand.len() + self.g.n);
         for &key in cand {
             let (u, v) = edge(key);
-            if exact && !self.keeps_invariant(&st.edges, (u, v)) {
-                if self.budget == 0 {
-                    return false;
+            if exact {
+                let known = if self.remember() {
+                    self.known.after(st, (u, v))
+                } else {
+                    None
+                };
+                if let Some(spent) = known {
+                    // The invariant's evaluation, and the subtree's.
+                    let asked = usize::from(self.g.get(u, v) < INF);
+                    self.budget = self.budget.saturating_sub(asked + spent);
+                    if self.budget == 0 {
+                        return false;
+                    }
+                    continue;
                 }
-                continue;
+                if !self.keeps_invariant(&st.edges, (u, v)) {
+                    if self.budget == 0 {
+                        return false;
+                    }
+                    if self.remember() {
+                        self.known.refuse(st, (u, v));
+                    }
+                    continue;
+                }
             }
             st.parent[v] = Some(u);
             st.in_tree[v] = true;

@@ -373,3 +373,53 @@ fn two_hop_packing_reaches_the_closed_form_almost_always() {
     }
     assert!(short * 200 <= total, "{short} of {total} short");
 }
+
+/// Charging the budget for a partial tree met again, instead of searching
+/// it again, changes nothing: on random session graphs with delays (so that
+/// exact searches backtrack and run out of budget) both models pack the
+/// same trees at the same rates, with the same cut, and every tree's search
+/// ends as it did, with the same budget left. It fails if a charge is wrong
+/// (a search that now ends with more budget left, or finds a tree it did
+/// not) or if no search ever meets a refused or a failed partial tree
+/// again.
+#[test]
+fn known_trees_are_charged_as_if_searched_again() {
+    use super::tests_only::{FAILED_AGAIN, FORGET, REFUSED_AGAIN, TRAIL};
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strat = rates_and_delays(9);
+    let (mut searches, mut out_of_budget) = (0, 0);
+    FAILED_AGAIN.set(0);
+    REFUSED_AGAIN.set(0);
+    for _ in 0..1500 {
+        let (n, s, rates, delays) = strat
+            .new_tree(&mut runner)
+            .expect("strategy generates")
+            .current();
+        let g = graph(n, s, &rates, &delays);
+        for model in [Model::Deep, Model::TwoHop] {
+            let mut runs = Vec::new();
+            for forget in [true, false] {
+                FORGET.set(forget);
+                TRAIL.with_borrow_mut(Vec::clear);
+                let plan = plan(&g, model);
+                runs.push((plan, TRAIL.with_borrow(Vec::clone)));
+            }
+            FORGET.set(false);
+            assert_eq!(
+                runs[0].0.0, runs[1].0.0,
+                "packing, {model:?} on {n} members"
+            );
+            assert_eq!(runs[0].0.1, runs[1].0.1, "cut, {model:?} on {n} members");
+            assert_eq!(runs[0].1, runs[1].1, "searches, {model:?} on {n} members");
+            searches += runs[1].1.len();
+            out_of_budget += runs[1].1.iter().filter(|&&(found, _)| !found).count();
+        }
+    }
+    let (failed, refused) = (FAILED_AGAIN.get(), REFUSED_AGAIN.get());
+    assert!(
+        failed > 100 && refused > 100 && out_of_budget > 10,
+        "met again {failed} failed and {refused} refused partial trees; \
+         {out_of_budget} of {searches} searches ran out of budget"
+    );
+}
