@@ -282,6 +282,7 @@ impl Flows {
     /// each finite edge of `edges` has lost `d` units (at most its
     /// capacity): the answer max-flows from scratch in the reduced graph
     /// would give.
+    #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn all_reach_after(
         &self,
@@ -293,6 +294,28 @@ impl Flows {
         need: u64,
         scratch: &mut Scratch,
     ) -> bool {
+        self.short_after(g, s, sinks, edges, d, need, scratch)
+            .is_none()
+    }
+
+    /// [`all_reach_after`](Self::all_reach_after)'s question, answered
+    /// with a witness: `None` if every sink still reaches `need`, else a
+    /// minimum cut towards a sink that falls short, in the reduced graph,
+    /// as its capacity in `g` (before the loss) and the number of the
+    /// finite `edges` that cross it. Such a cut keeps that sink's max-flow
+    /// at most `capacity − crossing · δ` for every loss `δ` (the tree
+    /// packing's rate for a tree, Newton's method on this bound).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn short_after(
+        &self,
+        g: &FlowGraph,
+        s: usize,
+        sinks: &[usize],
+        edges: impl Iterator<Item = (usize, usize)> + Clone,
+        d: u64,
+        need: u64,
+        scratch: &mut Scratch,
+    ) -> Option<(u64, u64)> {
         let n = self.n;
         let nn = n * n;
         let finite = edges.filter(|&(a, b)| g.get(a, b) < INF);
@@ -313,8 +336,9 @@ impl Flows {
         // The sink the bound doubts most first: when the answer is no, it
         // is usually the one that says so, and the others are not needed.
         doubtful.sort_unstable();
-        let all = doubtful.iter().all(|&(_, i)| {
-            match self.repaired(i, g, s, sinks[i], finite.clone(), d, scratch) {
+        let mut short = None;
+        for &(_, i) in &doubtful {
+            let reached = match self.repaired(i, g, s, sinks[i], finite.clone(), d, scratch) {
                 Some(f) => scratch.augment(n, s, sinks[i], f, need) >= need,
                 // The repair found no path where one must exist: answer
                 // from scratch (a guard; the tests never reach it).
@@ -322,10 +346,24 @@ impl Flows {
                     let g = reduced(g, finite.clone(), d);
                     g.flow_up_to(s, sinks[i], need, scratch) >= need
                 }
+            };
+            if !reached {
+                // The flow is a maximum one (no augmenting path was
+                // left), so the nodes its residual graph reaches from
+                // `s` are the source side of a minimum cut.
+                let side = scratch.source_side(n, s);
+                let capacity = (0..n)
+                    .filter(|&u| side[u])
+                    .flat_map(|u| (0..n).filter(|&v| !side[v]).map(move |v| (u, v)))
+                    .map(|(u, v)| g.get(u, v))
+                    .fold(0u64, u64::saturating_add);
+                let crossing = finite.clone().filter(|&(a, b)| side[a] && !side[b]).count();
+                short = Some((capacity, crossing as u64));
+                break;
             }
-        });
+        }
         scratch.doubtful = doubtful;
-        all
+        short
     }
 
     /// Keep every sink's max-flow as `g` (the graph they were computed in)
