@@ -277,34 +277,16 @@ impl Flows {
         Some((v, scratch.source_side(self.n, s)))
     }
 
-    /// Whether every sink's max-flow from `s` is at least `need` in `g`
-    /// (the graph these flows were computed in, for these `sinks`) once
-    /// each finite edge of `edges` has lost `d` units (at most its
-    /// capacity): the answer max-flows from scratch in the reduced graph
-    /// would give.
-    #[cfg(test)]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn all_reach_after(
-        &self,
-        g: &FlowGraph,
-        s: usize,
-        sinks: &[usize],
-        edges: impl Iterator<Item = (usize, usize)> + Clone,
-        d: u64,
-        need: u64,
-        scratch: &mut Scratch,
-    ) -> bool {
-        self.short_after(g, s, sinks, edges, d, need, scratch)
-            .is_none()
-    }
-
-    /// [`all_reach_after`](Self::all_reach_after)'s question, answered
-    /// with a witness: `None` if every sink still reaches `need`, else a
-    /// minimum cut towards a sink that falls short, in the reduced graph,
-    /// as its capacity in `g` (before the loss) and the number of the
-    /// finite `edges` that cross it. Such a cut keeps that sink's max-flow
-    /// at most `capacity − crossing · δ` for every loss `δ` (the tree
-    /// packing's rate for a tree, Newton's method on this bound).
+    /// Whether every sink's max-flow from `s` is still at least `need` in
+    /// `g` (the graph these flows were computed in, for these `sinks`)
+    /// once each finite edge of `edges` has lost `d` units (at most its
+    /// capacity), as max-flows from scratch in the reduced graph would
+    /// answer: `None` if so, else a witness, a minimum cut towards a sink
+    /// that falls short in the reduced graph, as its capacity in `g`
+    /// (before the loss) and the number of the finite `edges` that cross
+    /// it. Such a cut keeps that sink's max-flow at most `capacity −
+    /// crossing · δ` for every loss `δ` (Newton's method for a tree's
+    /// rate in the packing).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn short_after(
         &self,
@@ -385,7 +367,7 @@ impl Flows {
         for (i, &t) in sinks.iter().enumerate() {
             let value = match self.repaired(i, g, s, t, finite.clone(), d, scratch) {
                 Some(v) => scratch.augment(n, s, t, v, INF),
-                // The guard of `all_reach_after`.
+                // The guard of `short_after`.
                 None => reduced(g, finite.clone(), d).max_flow(s, t, scratch),
             };
             self.value[i] = value;
@@ -785,9 +767,21 @@ mod tests {
                 exact_min + 1,
                 INF,
             ] {
-                let ok =
-                    flows.all_reach_after(&g, 0, &sinks, edges.iter().copied(), d, need, &mut s);
-                assert_eq!(ok, exact_min >= need, "n {n} need {need} min {exact_min}");
+                let short =
+                    flows.short_after(&g, 0, &sinks, edges.iter().copied(), d, need, &mut s);
+                assert_eq!(
+                    short.is_none(),
+                    exact_min >= need,
+                    "n {n} need {need} min {exact_min}"
+                );
+                // The witness is a minimum cut towards a sink that falls
+                // short: under the need, and no less than the least
+                // max-flow (short of an infinite need, flows through
+                // infinite edges saturate instead).
+                if let (Some((capacity, crossing)), true) = (short, need < INF) {
+                    let after = capacity - crossing * d;
+                    assert!(after < need && after >= exact_min, "cut of {after}");
+                }
             }
             // Following the loss, the kept flows are the reduced graph's
             // max-flows, and answer for it as above.
@@ -807,8 +801,11 @@ mod tests {
                 twice.set(a, b, 0);
                 let (min, _) = twice.min_max_flow(0, &sinks, &mut s).unwrap();
                 let e = std::iter::once((a, b));
-                assert!(flows.all_reach_after(&reduced, 0, &sinks, e.clone(), again, min, &mut s));
-                assert!(!flows.all_reach_after(&reduced, 0, &sinks, e, again, min + 1, &mut s));
+                let short = |need, s: &mut Scratch| {
+                    flows.short_after(&reduced, 0, &sinks, e.clone(), again, need, s)
+                };
+                assert!(short(min, &mut s).is_none());
+                assert!(short(min + 1, &mut s).is_some());
             }
         }
         // The repair itself was exercised, not only the bound.

@@ -710,14 +710,21 @@ fn greedy_arborescences(
         let rate = if exact {
             // Largest δ with capacity(g - δ·1_T) = k - δ (an interval
             // [0, δ*] since capacity(g - δ·1_T) + δ is concave and ≤ k).
+            let question = TreeRate {
+                g: &g,
+                flows: &flows,
+                sinks,
+                tree: &edges,
+                k,
+            };
             #[cfg(test)]
             if tests_only::BISECT.get() {
-                bisected(&g, &flows, sinks, &edges, k, bottleneck, scratch)
+                question.bisected(bottleneck, scratch)
             } else {
-                newton(&g, &flows, sinks, &edges, k, bottleneck, scratch)
+                question.newton(bottleneck, scratch)
             }
             #[cfg(not(test))]
-            newton(&g, &flows, sinks, &edges, k, bottleneck, scratch)
+            question.newton(bottleneck, scratch)
         } else {
             bottleneck
         };
@@ -734,78 +741,75 @@ fn greedy_arborescences(
     out
 }
 
-/// The largest `δ` in `1..=top` with every sink's max-flow at least
-/// `k − δ` once the finite `tree` edges of `g` lose `δ` each (1 if none
-/// is: an exact tree keeps `k − 1`), by Newton's method: capacity(g −
-/// δ·1_T) is the least over cuts of `capacity − crossing · δ`, so a cut
-/// that falls short at `δ` bounds the answer by `(capacity − k) /
-/// (crossing − 1)`, and the next `δ` is that bound. A cut once used
-/// holds at every smaller `δ`, so each step meets a new cut and it ends
-/// in a few steps where the bisection it replaced took one max-flow
-/// question per bit of `top` (about twenty at rates in bit/s), and at the
-/// same `δ` (`newton_finds_the_bisections_rate`).
-fn newton(
-    g: &FlowGraph,
-    flows: &Flows,
-    sinks: &[usize],
-    tree: &[(usize, usize)],
+/// A finished exact tree's rate: the largest `δ` up to its bottleneck with
+/// every sink's max-flow still at least `k − δ` once the finite tree edges
+/// of `g` (the graph the tree grew in) lose `δ` each.
+struct TreeRate<'a> {
+    g: &'a FlowGraph,
+    /// The sinks' max-flows in `g`.
+    flows: &'a Flows,
+    sinks: &'a [usize],
+    tree: &'a [(usize, usize)],
     k: u64,
-    top: u64,
-    scratch: &mut Scratch,
-) -> u64 {
-    let mut d = top;
-    loop {
-        #[cfg(test)]
-        tests_only::QUESTIONS.set(tests_only::QUESTIONS.get() + 1);
-        let Some((capacity, crossing)) =
-            flows.short_after(g, 0, sinks, tree.iter().copied(), d, k - d, scratch)
-        else {
-            return d;
-        };
-        // Short at `d`: capacity − crossing·d < k − d with capacity ≥ k
-        // (the cut's capacity before the loss), so at least two tree
-        // edges cross it and the bound is below `d`.
-        let next = match crossing.checked_sub(1) {
-            Some(c) if c > 0 => capacity.saturating_sub(k) / c,
-            _ => 0,
-        };
-        debug_assert!(next < d, "Newton's step from {d} to {next}");
-        if next == 0 {
-            return 1;
-        }
-        d = next.min(d - 1);
-    }
 }
 
-/// [`newton`]'s answer by bisection, as the packing found it until the
-/// first session of 2026-12-03; the tests compare the two.
-#[cfg(test)]
-fn bisected(
-    g: &FlowGraph,
-    flows: &Flows,
-    sinks: &[usize],
-    tree: &[(usize, usize)],
-    k: u64,
-    top: u64,
-    scratch: &mut Scratch,
-) -> u64 {
-    let fits = |d: u64, scratch: &mut Scratch| {
+impl TreeRate<'_> {
+    /// Whether the tree fits at rate `d`: `None` if so, else a cut that
+    /// falls short ([`Flows::short_after`]).
+    fn short_at(&self, d: u64, scratch: &mut Scratch) -> Option<(u64, u64)> {
+        #[cfg(test)]
         tests_only::QUESTIONS.set(tests_only::QUESTIONS.get() + 1);
-        flows.all_reach_after(g, 0, sinks, tree.iter().copied(), d, k - d, scratch)
-    };
-    let (mut lo, mut hi) = (1u64, top);
-    if fits(hi, scratch) {
-        return hi;
+        let tree = self.tree.iter().copied();
+        self.flows
+            .short_after(self.g, 0, self.sinks, tree, d, self.k - d, scratch)
     }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid, scratch) {
-            lo = mid;
-        } else {
-            hi = mid;
+
+    /// The rate, at most `top` (1 if none fits: an exact tree keeps
+    /// `k − 1`), by Newton's method: capacity(g − δ·1_T) is the least over
+    /// cuts of `capacity − crossing · δ`, so a cut that falls short at `δ`
+    /// bounds the answer by `(capacity − k) / (crossing − 1)`, and the next
+    /// `δ` is that bound. A cut once used holds at every smaller `δ`, so
+    /// each step meets a new cut and it ends in a few steps where the
+    /// bisection it replaced took one max-flow question per bit of `top`
+    /// (about twenty at rates in bit/s), and at the same `δ`
+    /// (`newton_finds_the_bisections_rate`).
+    fn newton(&self, top: u64, scratch: &mut Scratch) -> u64 {
+        let mut d = top;
+        while let Some((capacity, crossing)) = self.short_at(d, scratch) {
+            // Short at `d`: capacity − crossing·d < k − d with capacity ≥ k
+            // (the cut's capacity before the loss), so at least two tree
+            // edges cross it and the bound is below `d`.
+            let next = match crossing.checked_sub(1) {
+                Some(c) if c > 0 => capacity.saturating_sub(self.k) / c,
+                _ => 0,
+            };
+            debug_assert!(next < d, "Newton's step from {d} to {next}");
+            if next == 0 {
+                return 1;
+            }
+            d = next.min(d - 1);
         }
+        d
     }
-    lo
+
+    /// [`newton`](Self::newton)'s answer by bisection, as the packing found
+    /// it until the first session of 2026-12-03; the tests compare the two.
+    #[cfg(test)]
+    fn bisected(&self, top: u64, scratch: &mut Scratch) -> u64 {
+        let (mut lo, mut hi) = (1u64, top);
+        if self.short_at(hi, scratch).is_none() {
+            return hi;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.short_at(mid, scratch).is_none() {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 /// A tree being grown.
@@ -925,8 +929,8 @@ pub(crate) mod tests_only {
         pub(crate) static FORGET: Cell<bool> = const { Cell::new(false) };
         /// Per exact search tried: whether it found a tree, and the budget left.
         pub(crate) static TRAIL: RefCell<Vec<(bool, usize)>> = const { RefCell::new(Vec::new()) };
-        /// Use [`super::bisected`] for a tree's rate, not [`super::newton`],
-        /// and the max-flow questions either asked.
+        /// Find a tree's rate by bisection, not Newton's method
+        /// ([`super::TreeRate`]), and the max-flow questions either asked.
         pub(crate) static BISECT: Cell<bool> = const { Cell::new(false) };
         pub(crate) static QUESTIONS: Cell<usize> = const { Cell::new(0) };
         /// Partial trees met again after their search failed, and after
