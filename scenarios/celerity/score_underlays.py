@@ -206,12 +206,12 @@ def main():
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
               f"{r['wall_s']:.1f} s", flush=True)
-    f = set_figures(results)
-    print(f"{len(results)} scenarios: mean worst fraction {f['mean']:.3f}, "
-          f"median {f['median']:.3f}, lowest {f['lowest']:.3f}; "
-          f"every session >= {LINE} in {f['at_line']}, "
-          f"worst loss <= {LOSS:.0%} in {f['within_loss']}; "
-          f"drops {drops_text(f['dropped'])}")
+    figures = set_figures(results)
+    print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
+          f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "
+          f"every session >= {LINE} in {figures['at_line']}, "
+          f"worst loss <= {LOSS:.0%} in {figures['within_loss']}; "
+          f"drops {drops_text(figures['dropped'])}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -779,9 +779,10 @@ impl TreeRate<'_> {
             // Short at `d`: capacity − crossing·d < k − d with capacity ≥ k
             // (the cut's capacity before the loss), so at least two tree
             // edges cross it and the bound is below `d`.
-            let next = match crossing.checked_sub(1) {
-                Some(c) if c > 0 => capacity.saturating_sub(self.k) / c,
-                _ => 0,
+            let next = if crossing >= 2 {
+                capacity.saturating_sub(self.k) / (crossing - 1)
+            } else {
+                0
             };
             debug_assert!(next < d, "Newton's step from {d} to {next}");
             if next == 0 {
