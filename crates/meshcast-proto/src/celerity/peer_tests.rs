@@ -1885,6 +1885,39 @@ fn sources_pace_to_their_heads_from_nine_members() {
 }
 
 #[test]
+fn large_conferences_repack_less_often() {
+    let ms = Duration::from_millis;
+    let t0 = Time::ZERO + Duration::from_secs(30);
+    // (members, the gap in microseconds)
+    let gaps = [
+        (3, None),
+        (4, None),
+        (5, Some(50_000)),
+        (8, Some(50_000)),
+        (9, Some(56_250)),
+        (12, Some(75_000)),
+        (16, Some(100_000)),
+    ];
+    for (n, gap) in gaps {
+        let mut peer = CelerityPeer::new(cfg(n, 0)).unwrap();
+        peer.present = vec![true; n];
+        peer.src.last_pack = Some(t0);
+        // News 1 ms after the last packing: at once (5 ms) in small
+        // conferences, otherwise after the gap.
+        let news = t0 + ms(1);
+        peer.repack_soon(news);
+        let at = peer.timers[Timer::Pack as usize].expect("a packing is due");
+        let want = gap.map_or(news + ms(5), |g| t0 + Duration::from_micros(g));
+        assert_eq!(at, want, "{n} members");
+        // News long after the last packing waits only the 5 ms.
+        peer.timers[Timer::Pack as usize] = None;
+        let late = t0 + Duration::from_secs(1);
+        peer.repack_soon(late);
+        assert_eq!(peer.timers[Timer::Pack as usize], Some(late + ms(5)), "{n}");
+    }
+}
+
+#[test]
 fn control_rides_along_only_within_one_datagram() {
     let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
     let now = Time::from_secs(1);
