@@ -13,8 +13,9 @@
 //!   [`Endpoint::poll_timeout`] and the next datagram.
 //! - **Time.** The protocol's [`Time`] counts nanoseconds from an epoch:
 //!   the moment the node was created ([`Node::new`]), or a wall-clock
-//!   instant every node of a deployment shares ([`Node::with_epoch`]);
-//!   from there it advances with the monotonic clock
+//!   instant every node of a deployment shares ([`Node::with_epoch`];
+//!   [`Node::with_epoch_instant`] for nodes of one process, on the
+//!   monotonic clock); from there it advances with the monotonic clock
 //!   ([`std::time::Instant`]). Real time is converted here and nowhere
 //!   else. Link measurements need no common clock (Celerity measures
 //!   queuing delay against a base delay, so offsets cancel), but the
@@ -241,6 +242,24 @@ impl<E: Endpoint> Node<E> {
         let origin = SystemTime::now()
             .duration_since(epoch)
             .unwrap_or(Duration::ZERO);
+        Node::with_origin(endpoint, socket, book, origin, start)
+    }
+
+    /// As [`Node::with_epoch`], with the epoch an instant of the monotonic
+    /// clock: for nodes that share a process (or that were given the
+    /// instant by one), whose protocol time must not move when the wall
+    /// clock is set. A `meshcast emu` run in CI once lost its cross
+    /// traffic mid-run exactly as setting the wall clock seconds forward
+    /// does: the endpoints it timed by the wall clock stopped there while
+    /// the nodes ran on.
+    pub fn with_epoch_instant(
+        endpoint: E,
+        socket: std::net::UdpSocket,
+        book: AddrBook,
+        epoch: Instant,
+    ) -> io::Result<Node<E>> {
+        let start = Instant::now();
+        let origin = start.saturating_duration_since(epoch);
         Node::with_origin(endpoint, socket, book, origin, start)
     }
 

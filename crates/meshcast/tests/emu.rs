@@ -522,6 +522,11 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
         assert!((0.0..=1.0).contains(&stolen(k)), "{}", e["emulation"]);
     }
     assert!(e["emulation"]["node_timer_late_ms_p99"].as_f64() >= Some(0.0));
+    assert!(
+        e["emulation"]["wall_clock_step_ms"].is_f64(),
+        "{}",
+        e["emulation"]
+    );
     assert_eq!(keys(&e["flows"][0]), keys(&s["flows"][0]));
     assert_eq!(
         keys(&e["flows"][0]["windows"][0]),

@@ -9,7 +9,8 @@
 //! One thread runs them all (a socket stays in the namespace it was made
 //! in, whichever thread then uses it), from the shared epoch until the
 //! end of the run; every event they emit is logged with its node and time
-//! for the report.
+//! for the report. Their time runs on the monotonic clock from the
+//! epoch's instant, so a step of the wall clock mid-run moves nothing.
 
 use super::delay::enter_netns;
 use super::underlay::node_addr;
@@ -25,7 +26,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant};
 
 /// An event an endpoint emitted: its node, the protocol time, the event.
 pub type Logged = (NodeId, Time, Event);
@@ -50,12 +51,12 @@ pub struct Endpoints {
 
 impl Endpoints {
     /// Start `sc`'s endpoints in the namespaces `netns` (one per node, in
-    /// declaration order), from `epoch` until `end` (protocol time).
-    /// Returns once every socket is bound.
+    /// declaration order), from the instant `epoch` until `end` (protocol
+    /// time). Returns once every socket is bound.
     pub fn start(
         sc: &Scenario,
         netns: Vec<PathBuf>,
-        epoch: SystemTime,
+        epoch: Instant,
         end: Time,
     ) -> anyhow::Result<Endpoints> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -109,7 +110,7 @@ impl Drop for Endpoints {
 fn run(
     sc: &Scenario,
     netns: &[PathBuf],
-    epoch: SystemTime,
+    epoch: Instant,
     end: Time,
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
@@ -150,13 +151,17 @@ fn run(
         return Ok(Ran::default());
     }
     // The nodes count protocol time from the epoch: create them there.
-    while let Ok(wait) = epoch.duration_since(SystemTime::now()) {
+    loop {
+        let wait = epoch.saturating_duration_since(Instant::now());
+        if wait.is_zero() {
+            break;
+        }
         if stop.load(Ordering::Relaxed) {
             return Ok(Ran::default());
         }
         std::thread::sleep(wait.min(Duration::from_millis(50)));
     }
-    let end_wall = epoch + Duration::from_nanos(end.as_nanos());
+    let end_at = epoch + Duration::from_nanos(end.as_nanos());
     let log: Rc<RefCell<Vec<Logged>>> = Rc::default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -167,12 +172,12 @@ fn run(
         // Every node a task of its own, all on this thread.
         let mut tasks = Vec::new();
         for ((addr, ep), socket) in endpoints.into_iter().zip(sockets) {
-            let mut node = Node::with_epoch(ep, socket, book.clone(), epoch)?;
+            let mut node = Node::with_epoch_instant(ep, socket, book.clone(), epoch)?;
             node.set_gso(false);
             let log = log.clone();
             let stop = stop.clone();
             let until = async move {
-                while !stop.load(Ordering::Relaxed) && SystemTime::now() < end_wall {
+                while !stop.load(Ordering::Relaxed) && Instant::now() < end_at {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             };

@@ -16,6 +16,10 @@
 //! emulated conference share its CPUs, and a node that waits for one
 //! holds the packets it relays meanwhile, which a deployment (one node a
 //! machine) would not.
+//!
+//! And whether its wall clock held: [`Clocks`].
+
+use std::time::{Duration, Instant, SystemTime};
 
 /// The CPU time of all the machine's CPUs together, in the kernel's
 /// clock ticks, as `/proc/stat`'s `cpu` line counts it.
@@ -89,9 +93,95 @@ pub struct CpuShares {
 /// `meshcast emu` warns, and the real-time tests measure again.
 pub const STOLEN_WARNING: f64 = 0.01;
 
+/// The machine's two clocks read together: the wall clock, which nodes
+/// in other processes (and on other machines) share an epoch on, and the
+/// monotonic clock, which the run itself keeps time by. Something that
+/// sets the machine's time (a time daemon stepping it, a virtual
+/// machine's clock resynchronised after a pause) moves the first and not
+/// the second. A CI run once lost its cross traffic mid-run exactly as
+/// setting the wall clock seconds forward does (`date -s`): the endpoints,
+/// then timed by the wall clock, stopped there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clocks {
+    /// The wall clock.
+    pub wall: SystemTime,
+    /// The monotonic clock, at the same instant.
+    pub mono: Instant,
+}
+
+impl Clocks {
+    /// Both clocks now. The wall clock is read between two readings of
+    /// the monotonic one, and read again (a few times at most) while
+    /// those are more than 50 µs apart, so that a preemption between the
+    /// readings does not pass for a step of the wall clock.
+    pub fn now() -> Clocks {
+        let mut best: Option<(Duration, Clocks)> = None;
+        for _ in 0..5 {
+            let before = Instant::now();
+            let wall = SystemTime::now();
+            let after = Instant::now();
+            let spread = after - before;
+            let read = Clocks {
+                wall,
+                mono: before + spread / 2,
+            };
+            if best.is_none_or(|(s, _)| spread < s) {
+                best = Some((spread, read));
+            }
+            if spread <= Duration::from_micros(50) {
+                break;
+            }
+        }
+        best.map(|(_, c)| c).expect("read at least once")
+    }
+
+    /// How far the wall clock moved against the monotonic clock from
+    /// `earlier` to these readings, in seconds: positive when it was set
+    /// forward, about zero when nothing set it (a time daemon's gradual
+    /// corrections slew both clocks alike).
+    pub fn wall_step_since(&self, earlier: &Clocks) -> f64 {
+        let wall = match self.wall.duration_since(earlier.wall) {
+            Ok(d) => d.as_secs_f64(),
+            Err(e) => -e.duration().as_secs_f64(),
+        };
+        let mono = if self.mono >= earlier.mono {
+            (self.mono - earlier.mono).as_secs_f64()
+        } else {
+            -(earlier.mono - self.mono).as_secs_f64()
+        };
+        wall - mono
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_of_the_wall_clock_is_the_clocks_disagreement() {
+        let t0 = Clocks::now();
+        // Ten seconds later on both clocks: no step.
+        let later = Clocks {
+            wall: t0.wall + Duration::from_secs(10),
+            mono: t0.mono + Duration::from_secs(10),
+        };
+        assert!(later.wall_step_since(&t0).abs() < 1e-9);
+        // The wall clock set 3 s forward; and one reading 2 s earlier a
+        // second later: set 3 s back.
+        let ahead = Clocks {
+            wall: later.wall + Duration::from_secs(3),
+            ..later
+        };
+        assert!((ahead.wall_step_since(&t0) - 3.0).abs() < 1e-9);
+        let behind = Clocks {
+            wall: t0.wall - Duration::from_secs(2),
+            mono: t0.mono + Duration::from_secs(1),
+        };
+        assert!((behind.wall_step_since(&t0) + 3.0).abs() < 1e-9);
+        // Two readings of this machine's clocks a moment apart agree.
+        let now = Clocks::now();
+        assert!(now.wall_step_since(&t0).abs() < 0.01);
+    }
 
     const STAT: &str = "cpu  1384473 54273 103909 2217366 4594 0 22388 8504 0 0\n\
                         cpu0 692236 27136 51954 1108683 2297 0 11194 4252 0 0\n\

@@ -33,7 +33,7 @@ use meshcast_sim::{Counters, LinkRecord, MembershipChange, RunStats};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 use underlay::{QueueStats, Underlay, node_addr};
 
 /// How long before the shared epoch the first nodes are started (they
@@ -146,7 +146,8 @@ pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
 /// [`LATE_WARNING_MS`], a node whose timers' 99th percentile of
 /// lateness passed it too, or a hypervisor that took more than
 /// [`machine::STOLEN_WARNING`] of the machine's CPU time over the run or
-/// ten times that in some second.
+/// ten times that in some second, or a wall clock set by more than
+/// [`WALL_STEP_WARNING_MS`].
 pub fn warnings(s: &EmulationSummary) -> Vec<String> {
     let e = &s.delay_element;
     let mut out = Vec::new();
@@ -183,6 +184,20 @@ pub fn warnings(s: &EmulationSummary) -> Vec<String> {
         s.stolen_cpu_share.unwrap_or(0.0),
         s.stolen_cpu_share_max_1s.unwrap_or(0.0),
     );
+    if s.wall_clock_step_ms.abs() > WALL_STEP_WARNING_MS {
+        out.push(format!(
+            "the machine's wall clock was set {} by {:.1} ms during the run (something \
+             set its time): the run kept time by the monotonic clock, but a node started \
+             after the step counts protocol time off the others' by as much, and the \
+             delay bound compares their clocks",
+            if s.wall_clock_step_ms > 0.0 {
+                "forward"
+            } else {
+                "back"
+            },
+            s.wall_clock_step_ms.abs()
+        ));
+    }
     if run > machine::STOLEN_WARNING || second > 10.0 * machine::STOLEN_WARNING {
         out.push(format!(
             "the machine's hypervisor took {:.1}% of its CPU time during the run \
@@ -194,6 +209,11 @@ pub fn warnings(s: &EmulationSummary) -> Vec<String> {
     }
     out
 }
+
+/// A step of the wall clock past this (ms) gets a warning: the two clocks
+/// are read within 50 µs of each other, and a time daemon's gradual
+/// corrections move both alike, so more is the clock being set.
+pub const WALL_STEP_WARNING_MS: f64 = 1.0;
 
 /// A delay element whose 99th percentile of lateness passes this (ms)
 /// gets a warning: a millisecond is about what the simulator's links
@@ -246,7 +266,11 @@ pub fn emulate(
             )
         })
         .collect();
-    let epoch = SystemTime::now() + LEAD;
+    // The nodes (other processes) share the epoch on the wall clock; this
+    // process keeps the run's time on the monotonic clock from the same
+    // instant, and watches the wall clock for steps.
+    let clocks = machine::Clocks::now();
+    let (epoch, epoch_at) = (clocks.wall + LEAD, clocks.mono + LEAD);
     let epoch_unix = epoch.duration_since(UNIX_EPOCH)?.as_secs_f64();
     let end = Time::from_secs_f64(sc.duration_s);
     let mut runs = Vec::new();
@@ -304,7 +328,7 @@ pub fn emulate(
         }
     }
     let netns = (0..net.nodes().len()).map(|i| u.netns_path(i)).collect();
-    let others = endpoints::Endpoints::start(sc, netns, epoch, end)
+    let others = endpoints::Endpoints::start(sc, netns, epoch_at, end)
         .context("cannot start the scenario's other endpoints")?;
 
     // The timeline: link events, joins and leaves, and a queue sample
@@ -339,9 +363,22 @@ pub fn emulate(
     let mut link_rate: Vec<Rate> = sc.links.iter().map(|l| l.params.capacity).collect();
     let mut second = 0u64;
     let since_epoch = || {
-        SystemTime::now()
-            .duration_since(epoch)
-            .map_or(Time::ZERO, |d| Time::from_nanos(d.as_nanos() as u64))
+        Time::from_nanos(
+            u64::try_from(
+                Instant::now()
+                    .saturating_duration_since(epoch_at)
+                    .as_nanos(),
+            )
+            .unwrap_or(u64::MAX),
+        )
+    };
+    // The wall clock's largest step against the monotonic clock (s).
+    let mut wall_step = 0.0f64;
+    let mut watch_wall = || {
+        let s = machine::Clocks::now().wall_step_since(&clocks);
+        if s.abs() > wall_step.abs() {
+            wall_step = s;
+        }
     };
     let started = Instant::now();
     let cpu_at_start = machine::CpuTimes::now();
@@ -435,6 +472,7 @@ pub fn emulate(
                 stolen_max_1s = Some(stolen_max_1s.map_or(s.stolen, |m| m.max(s.stolen)));
             }
             cpu_last = cpu;
+            watch_wall();
             second += 1;
             progress(second);
         }
@@ -463,6 +501,7 @@ pub fn emulate(
         r.child.take().map(|mut c| c.wait());
     }
     let ran = others.finish()?;
+    watch_wall();
     let wall_s = started.elapsed().as_secs_f64();
     let run_cpu = machine::CpuTimes::between(cpu_at_start, machine::CpuTimes::now());
     let delay = u.teardown()?;
@@ -547,6 +586,7 @@ pub fn emulate(
             stolen_cpu_share_max_1s: stolen_max_1s.map(share),
             cpu_busy_share: run_cpu.map(|s| share(s.busy)),
             node_timer_late_ms_p99: node_timer_late_p99,
+            wall_clock_step_ms: crate::report::r(wall_step * 1000.0, 3),
         },
     })
 }
@@ -631,6 +671,7 @@ mod tests {
             stolen_cpu_share_max_1s: Some(0.0),
             cpu_busy_share: Some(0.5),
             node_timer_late_ms_p99: Some(0.2),
+            wall_clock_step_ms: 0.004,
         }
     }
 
@@ -706,6 +747,22 @@ mod tests {
         }
         let w = warnings(&share(Some(0.023), Some(0.31)));
         assert!(w[0].contains("2.3% of its CPU time") && w[0].contains("31.0% in the worst"));
+    }
+
+    #[test]
+    fn a_run_whose_wall_clock_was_set_says_so() {
+        let e = delay_element_summary(&counters(&[20; 100], true));
+        let step = |ms: f64| {
+            warnings(&EmulationSummary {
+                wall_clock_step_ms: ms,
+                ..run_of(&e)
+            })
+        };
+        assert!(step(0.9).is_empty() && step(-0.9).is_empty());
+        let w = step(8650.0);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("set forward by 8650.0 ms"), "{w:?}");
+        assert!(step(-2.5)[0].contains("set back by 2.5 ms"));
     }
 
     fn record() -> LinkRecord {

@@ -97,6 +97,12 @@ pub struct EmulationSummary {
     /// 0.25 ms late at the 99th percentile; more is a node that waited for
     /// a CPU and held the packets it relays and paces meanwhile.
     pub node_timer_late_ms_p99: Option<f64>,
+    /// How far the machine's wall clock was set during the run against
+    /// its monotonic clock, ms (the largest step seen, read once a
+    /// second; positive is forward, about 0 when nothing set it). The run
+    /// keeps time by the monotonic clock; nodes start on the wall clock's
+    /// epoch, so one started after a step counts time off the others'.
+    pub wall_clock_step_ms: f64,
 }
 
 /// The delay element's counters, over every link direction.

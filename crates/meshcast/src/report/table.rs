@@ -187,6 +187,7 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 "CPU busy %",
                 "CPU stolen %",
                 "worst 1 s %",
+                "wall clock set ms",
             ],
             rows: vec![vec![
                 if d.realtime { "real-time" } else { "normal" }.to_owned(),
@@ -201,6 +202,7 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 opt(e.cpu_busy_share.map(|v| v * 100.0), 1),
                 opt(e.stolen_cpu_share.map(|v| v * 100.0), 2),
                 opt(e.stolen_cpu_share_max_1s.map(|v| v * 100.0), 2),
+                format!("{:.3}", e.wall_clock_step_ms),
             ]],
         });
     }
