@@ -64,6 +64,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
+pub mod clock;
 mod timer;
 
 /// Datagrams received per `recvmmsg` call.

@@ -39,10 +39,9 @@ pub struct NodeConfig {
     pub listen: SocketAddr,
     /// How long it stays (`None`: until SIGINT or SIGTERM).
     pub duration: Option<Duration>,
-    /// The wall-clock instant protocol time counts from, shared by every
-    /// node (the delay bound compares the source's clock with the
-    /// receiver's).
-    pub epoch: SystemTime,
+    /// The instant protocol time counts from, shared by every node (the
+    /// delay bound compares the source's clock with the receiver's).
+    pub epoch: Epoch,
     /// The conference.
     pub conference: Conference,
     /// Every participant's socket address, in participant order.
@@ -57,6 +56,19 @@ pub struct NodeConfig {
     pub record_packets: bool,
     /// Real media over local UDP, if configured (`[media]`).
     pub media: Option<MediaConfig>,
+}
+
+/// Where a node's protocol time counts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Epoch {
+    /// An instant of the wall clock (`epoch_unix_s`), which nodes on
+    /// different machines share through their time daemons.
+    Wall(SystemTime),
+    /// An instant of this machine's monotonic clock, in nanoseconds since
+    /// boot (`epoch_monotonic_ns`), which the nodes of one machine share
+    /// and which setting the wall clock does not move: `meshcast emu`
+    /// gives its nodes this one.
+    Monotonic(u64),
 }
 
 /// `[media]`: the application's media (RTP, say) over local UDP ports.
@@ -83,6 +95,7 @@ struct RawNode {
     listen: Option<Spanned<String>>,
     duration_s: Option<Spanned<f64>>,
     epoch_unix_s: Option<Spanned<f64>>,
+    epoch_monotonic_ns: Option<Spanned<i64>>,
     metrics_listen: Option<Spanned<String>>,
     gso: Option<bool>,
     record_packets: Option<bool>,
@@ -187,14 +200,27 @@ impl NodeConfig {
             }
             Some(d) => return Err(loc.err(d.span(), "duration_s", "must be a positive number")),
         };
-        let epoch = match &raw.epoch_unix_s {
-            None => UNIX_EPOCH,
-            Some(e) if e.get_ref().is_finite() && *e.get_ref() >= 0.0 => {
-                UNIX_EPOCH + Duration::from_secs_f64(*e.get_ref())
+        let epoch = match (&raw.epoch_unix_s, &raw.epoch_monotonic_ns) {
+            (Some(_), Some(m)) => {
+                return Err(loc.err(
+                    m.span(),
+                    "epoch_monotonic_ns",
+                    "give epoch_unix_s or epoch_monotonic_ns, not both",
+                ));
             }
-            Some(e) => {
+            (None, None) => Epoch::Wall(UNIX_EPOCH),
+            (Some(e), None) if e.get_ref().is_finite() && *e.get_ref() >= 0.0 => {
+                Epoch::Wall(UNIX_EPOCH + Duration::from_secs_f64(*e.get_ref()))
+            }
+            (Some(e), None) => {
                 return Err(loc.err(e.span(), "epoch_unix_s", "must be a number >= 0"));
             }
+            (None, Some(m)) => match u64::try_from(*m.get_ref()) {
+                Ok(ns) => Epoch::Monotonic(ns),
+                Err(_) => {
+                    return Err(loc.err(m.span(), "epoch_monotonic_ns", "must be an integer >= 0"));
+                }
+            },
         };
         let metrics_listen = match &raw.metrics_listen {
             Some(m) => Some(socket_addr(m, "metrics_listen", &loc)?),
@@ -579,10 +605,19 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
             .with_context(|| format!("cannot listen on {}", cfg.listen))?;
         // An epoch still ahead is a start time: every node of a deployment
         // begins at the same instant.
-        if let Ok(wait) = cfg.epoch.duration_since(SystemTime::now()) {
-            tokio::time::sleep(wait).await;
-        }
-        let mut node = Node::with_epoch(peer, socket, book, cfg.epoch)?;
+        let mut node = match cfg.epoch {
+            Epoch::Wall(epoch) => {
+                if let Ok(wait) = epoch.duration_since(SystemTime::now()) {
+                    tokio::time::sleep(wait).await;
+                }
+                Node::with_epoch(peer, socket, book, epoch)?
+            }
+            Epoch::Monotonic(ns) => {
+                let epoch = meshcast_net::clock::instant_of_monotonic_ns(ns);
+                tokio::time::sleep_until(epoch.into()).await;
+                Node::with_epoch_instant(peer, socket, book, epoch)?
+            }
+        };
         node.set_gso(cfg.gso);
         if let Some(m) = &cfg.media {
             let input = match m.input {
@@ -990,8 +1025,36 @@ B = "127.0.0.1:7002"
         assert_eq!((c.id.as_str(), c.me), ("B", 1));
         assert_eq!(c.listen, "127.0.0.1:7002".parse().expect("address"));
         assert_eq!(c.duration, Some(Duration::from_secs(5)));
-        assert_eq!(c.epoch, UNIX_EPOCH);
+        assert_eq!(c.epoch, Epoch::Wall(UNIX_EPOCH));
         assert_eq!(c.peers.len(), 2);
+    }
+
+    #[test]
+    fn the_epoch_is_on_the_wall_clock_or_the_monotonic_one() {
+        let with = |keys: &str| GOOD.replace("duration_s = 5", &format!("duration_s = 5\n{keys}"));
+        let epoch = |keys: &str| {
+            NodeConfig::parse("n.toml", &with(keys))
+                .expect("valid")
+                .epoch
+        };
+        assert_eq!(
+            epoch("epoch_unix_s = 1.5"),
+            Epoch::Wall(UNIX_EPOCH + Duration::from_millis(1500))
+        );
+        assert_eq!(
+            epoch("epoch_monotonic_ns = 123456789"),
+            Epoch::Monotonic(123_456_789)
+        );
+        assert!(
+            err(&with("epoch_monotonic_ns = -1"))
+                .contains("epoch_monotonic_ns: must be an integer >= 0")
+        );
+        assert!(err(&with("epoch_monotonic_ns = 1.5")).contains("epoch_monotonic_ns"));
+        assert!(
+            err(&with("epoch_unix_s = 1\nepoch_monotonic_ns = 1"))
+                .contains("give epoch_unix_s or epoch_monotonic_ns, not both")
+        );
+        assert!(err(&with("epoch_unix_s = -1")).contains("epoch_unix_s: must be a number >= 0"));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //!
 //! And whether its wall clock held: [`Clocks`].
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 /// The CPU time of all the machine's CPUs together, in the kernel's
 /// clock ticks, as `/proc/stat`'s `cpu` line counts it.
@@ -110,29 +110,12 @@ pub struct Clocks {
 }
 
 impl Clocks {
-    /// Both clocks now. The wall clock is read between two readings of
-    /// the monotonic one, and read again (a few times at most) while
-    /// those are more than 50 µs apart, so that a preemption between the
-    /// readings does not pass for a step of the wall clock.
+    /// Both clocks now, read together
+    /// ([`meshcast_net::clock::read_at_instant`]: a preemption between
+    /// the readings does not pass for a step of the wall clock).
     pub fn now() -> Clocks {
-        let mut best: Option<(Duration, Clocks)> = None;
-        for _ in 0..5 {
-            let before = Instant::now();
-            let wall = SystemTime::now();
-            let after = Instant::now();
-            let spread = after - before;
-            let read = Clocks {
-                wall,
-                mono: before + spread / 2,
-            };
-            if best.is_none_or(|(s, _)| spread < s) {
-                best = Some((spread, read));
-            }
-            if spread <= Duration::from_micros(50) {
-                break;
-            }
-        }
-        best.map(|(_, c)| c).expect("read at least once")
+        let (wall, mono) = meshcast_net::clock::read_at_instant(SystemTime::now);
+        Clocks { wall, mono }
     }
 
     /// How far the wall clock moved against the monotonic clock from
@@ -156,6 +139,7 @@ impl Clocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn a_step_of_the_wall_clock_is_the_clocks_disagreement() {

@@ -33,7 +33,7 @@ use meshcast_sim::{Counters, LinkRecord, MembershipChange, RunStats};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use underlay::{QueueStats, Underlay, node_addr};
 
 /// How long before the shared epoch the first nodes are started (they
@@ -146,8 +146,7 @@ pub fn delay_element_summary(d: &delay::DelayCounters) -> DelayElementSummary {
 /// [`LATE_WARNING_MS`], a node whose timers' 99th percentile of
 /// lateness passed it too, or a hypervisor that took more than
 /// [`machine::STOLEN_WARNING`] of the machine's CPU time over the run or
-/// ten times that in some second, or a wall clock set by more than
-/// [`WALL_STEP_WARNING_MS`].
+/// ten times that in some second.
 pub fn warnings(s: &EmulationSummary) -> Vec<String> {
     let e = &s.delay_element;
     let mut out = Vec::new();
@@ -184,20 +183,6 @@ pub fn warnings(s: &EmulationSummary) -> Vec<String> {
         s.stolen_cpu_share.unwrap_or(0.0),
         s.stolen_cpu_share_max_1s.unwrap_or(0.0),
     );
-    if s.wall_clock_step_ms.abs() > WALL_STEP_WARNING_MS {
-        out.push(format!(
-            "the machine's wall clock was set {} by {:.1} ms during the run (something \
-             set its time): the run kept time by the monotonic clock, but a node started \
-             after the step counts protocol time off the others' by as much, and the \
-             delay bound compares their clocks",
-            if s.wall_clock_step_ms > 0.0 {
-                "forward"
-            } else {
-                "back"
-            },
-            s.wall_clock_step_ms.abs()
-        ));
-    }
     if run > machine::STOLEN_WARNING || second > 10.0 * machine::STOLEN_WARNING {
         out.push(format!(
             "the machine's hypervisor took {:.1}% of its CPU time during the run \
@@ -209,11 +194,6 @@ pub fn warnings(s: &EmulationSummary) -> Vec<String> {
     }
     out
 }
-
-/// A step of the wall clock past this (ms) gets a warning: the two clocks
-/// are read within 50 µs of each other, and a time daemon's gradual
-/// corrections move both alike, so more is the clock being set.
-pub const WALL_STEP_WARNING_MS: f64 = 1.0;
 
 /// A delay element whose 99th percentile of lateness passes this (ms)
 /// gets a warning: a millisecond is about what the simulator's links
@@ -266,12 +246,13 @@ pub fn emulate(
             )
         })
         .collect();
-    // The nodes (other processes) share the epoch on the wall clock; this
-    // process keeps the run's time on the monotonic clock from the same
-    // instant, and watches the wall clock for steps.
+    // The run keeps time by the monotonic clock, which setting the wall
+    // clock does not move: this process, and the nodes (other processes
+    // on this machine) from the same epoch on it. The wall clock is
+    // watched for steps.
     let clocks = machine::Clocks::now();
-    let (epoch, epoch_at) = (clocks.wall + LEAD, clocks.mono + LEAD);
-    let epoch_unix = epoch.duration_since(UNIX_EPOCH)?.as_secs_f64();
+    let epoch_at = clocks.mono + LEAD;
+    let epoch_ns = meshcast_net::clock::monotonic_ns(epoch_at);
     let end = Time::from_secs_f64(sc.duration_s);
     let mut runs = Vec::new();
     for (p, intervals) in present.iter().enumerate() {
@@ -287,7 +268,12 @@ pub fn emulate(
             let mut cfg = toml::Table::new();
             cfg.insert("id".into(), name.clone().into());
             cfg.insert("duration_s".into(), (to - from).as_secs_f64().into());
-            cfg.insert("epoch_unix_s".into(), epoch_unix.into());
+            cfg.insert(
+                "epoch_monotonic_ns".into(),
+                i64::try_from(epoch_ns)
+                    .context("the monotonic clock past 2^63 ns")?
+                    .into(),
+            );
             cfg.insert("gso".into(), false.into());
             cfg.insert("record_packets".into(), true.into());
             let conference = conference.context("a conference scenario's [conference] table")?;
@@ -747,22 +733,6 @@ mod tests {
         }
         let w = warnings(&share(Some(0.023), Some(0.31)));
         assert!(w[0].contains("2.3% of its CPU time") && w[0].contains("31.0% in the worst"));
-    }
-
-    #[test]
-    fn a_run_whose_wall_clock_was_set_says_so() {
-        let e = delay_element_summary(&counters(&[20; 100], true));
-        let step = |ms: f64| {
-            warnings(&EmulationSummary {
-                wall_clock_step_ms: ms,
-                ..run_of(&e)
-            })
-        };
-        assert!(step(0.9).is_empty() && step(-0.9).is_empty());
-        let w = step(8650.0);
-        assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("set forward by 8650.0 ms"), "{w:?}");
-        assert!(step(-2.5)[0].contains("set back by 2.5 ms"));
     }
 
     fn record() -> LinkRecord {

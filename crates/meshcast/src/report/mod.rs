@@ -100,8 +100,8 @@ pub struct EmulationSummary {
     /// How far the machine's wall clock was set during the run against
     /// its monotonic clock, ms (the largest step seen, read once a
     /// second; positive is forward, about 0 when nothing set it). The run
-    /// keeps time by the monotonic clock; nodes start on the wall clock's
-    /// epoch, so one started after a step counts time off the others'.
+    /// and its nodes keep time by the monotonic clock, so a step moves
+    /// nothing in it; this says one happened.
     pub wall_clock_step_ms: f64,
 }
 
