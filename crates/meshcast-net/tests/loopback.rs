@@ -34,8 +34,10 @@ async fn four_celerity_peers_over_loopback_reach_their_rate_cap() {
         ..CelerityParams::default()
     };
     // One epoch for all: the delay bound compares the source's clock with
-    // the receiver's.
-    let epoch = std::time::SystemTime::now();
+    // the receiver's. The peers share this process, so the epoch is an
+    // instant of the monotonic clock, which setting the wall clock while
+    // they are created does not move.
+    let epoch = std::time::Instant::now();
     let mut tasks = Vec::new();
     for (me, socket) in sockets.into_iter().enumerate() {
         let cfg = CelerityConfig {
@@ -46,7 +48,8 @@ async fn four_celerity_peers_over_loopback_reach_their_rate_cap() {
             params: params.clone(),
         };
         let peer = CelerityPeer::new(cfg).expect("valid configuration");
-        let node = Node::with_epoch(peer, socket, book.clone(), epoch).expect("socket set up");
+        let node =
+            Node::with_epoch_instant(peer, socket, book.clone(), epoch).expect("socket set up");
         tasks.push(tokio::spawn(async move {
             let mut got = [0u64; MEMBERS];
             let from = Time::from_secs(WINDOW.0);
