@@ -94,8 +94,8 @@ pub struct CpuShares {
 pub const STOLEN_WARNING: f64 = 0.01;
 
 /// The machine's two clocks read together: the wall clock, which nodes
-/// in other processes (and on other machines) share an epoch on, and the
-/// monotonic clock, which the run itself keeps time by. Something that
+/// on different machines share an epoch on, and the monotonic clock,
+/// which an emulated run and its nodes keep time by. Something that
 /// sets the machine's time (a time daemon stepping it, a virtual
 /// machine's clock resynchronised after a pause) moves the first and not
 /// the second. A CI run once lost its cross traffic mid-run exactly as
