@@ -40,11 +40,16 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}: {}",
-            self.file, self.line, self.column, self.field, self.message
-        )?;
+        // A place only when the error has one: a `--set` value or an
+        // unreadable file has no line, and a whole-file error no field.
+        write!(f, "{}", self.file)?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        if self.field != "-" {
+            write!(f, ": {}", self.field)?;
+        }
+        write!(f, ": {}", self.message)?;
         if let Some(s) = &self.set_by {
             write!(f, " (value from --set {s})")?;
         }

@@ -336,3 +336,25 @@ fn bad_msb_parts_are_located() {
     assert_eq!(sc.layered.unwrap().booster, None);
     assert_eq!(sc.links[0].params.delay, Duration::from_millis(30));
 }
+
+#[test]
+fn a_message_names_a_place_only_where_there_is_one() {
+    let e = bad("capacity_kbps = 1000\n", "capacity_kbps = -1\n");
+    let shown = e.to_string();
+    assert!(shown.starts_with(&format!("s.toml:{}:", e.line)), "{shown}");
+    assert!(e.line > 0, "{shown}");
+    let e = Scenario::parse("s.toml", GOOD, &["link[1].loss=2".parse().unwrap()]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "s.toml: link[1].loss: {} (value from --set link[1].loss=2)",
+            e.message
+        )
+    );
+    let e = Scenario::load(Path::new("/nonexistent/s.toml"), &[]).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/s.toml: cannot read: "),
+        "{e}"
+    );
+}
