@@ -27,6 +27,10 @@ FAMILY says where the bottlenecks are and how far apart the routers sit:
   large 9-16 participants (past the issue's 4-8) on core links of 2-12
         Mbit/s and 2-30 ms, access links of 20-100 Mbit/s: each of the
         many sessions gets about what the core family's do.
+  slow  core links of 150-750 kbit/s, otherwise as core: the same shapes
+        at a quarter of the rates, sessions of 10-200 kbit/s (audio-like
+        rates, where U' = beta/(R + delta) is far above the delays a
+        200-ms bound can price).
 
 Families other than core write OUT_DIR/<family>-<seed>.toml. These are the
 underlays nobody tuned for: docs/celerity.md's Status reports them apart
@@ -45,6 +49,7 @@ FAMILIES = {
     "fast": ((4, 8), (3, 5), [3000, 5000, 8000, 12000], (2, 30), [50000, 100000], None),
     "edge": ((4, 8), (3, 5), [20000, 50000], (2, 30), [500, 800, 1200, 2000], [5000, 10000]),
     "large": ((9, 16), (3, 5), [2000, 3000, 5000, 8000, 12000], (2, 30), [20000, 50000, 100000], None),
+    "slow": ((4, 8), (3, 5), [150, 200, 250, 375, 500, 750], (2, 30), [5000, 10000, 20000], None),
 }
 
 

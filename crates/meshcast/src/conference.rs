@@ -90,6 +90,7 @@ pub(crate) struct RawConference {
     delay_bound_ms: Option<Spanned<f64>>,
     beta: Option<Spanned<f64>>,
     delta_kbps: Option<Spanned<f64>>,
+    uprime_target_ms: Option<Spanned<f64>>,
     step: Option<Spanned<f64>>,
     settled_step: Option<Spanned<f64>>,
     drift_gain: Option<Spanned<f64>>,
@@ -330,6 +331,10 @@ pub(crate) fn check(
     // 0 turns the ceiling off (the paper's plain price).
     if let Some(v) = below_bound(&raw.queue_ceiling_ms, "conference.queue_ceiling_ms")? {
         params.queue_ceiling = (v > 0.0).then(|| Duration::from_secs_f64(v / 1e3));
+    }
+    // 0 keeps the plain beta.
+    if let Some(v) = below_bound(&raw.uprime_target_ms, "conference.uprime_target_ms")? {
+        params.uprime_target = (v > 0.0).then(|| Duration::from_secs_f64(v / 1e3));
     }
     // 0 sends every packet at media_bytes.
     if let Some(v) = below_bound(&raw.size_target_ms, "conference.size_target_ms")? {

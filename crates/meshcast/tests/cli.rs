@@ -1816,6 +1816,43 @@ fn celerity_packets_sized_for_their_paths_come_in_time() {
     );
 }
 
+/// The conference's price level (`conference.uprime_target_ms`, 100 ms
+/// by default) on a random underlay of the `slow` family
+/// (scenarios/celerity/random-slow.toml: core links of 150 and 375
+/// kbit/s, sessions whose coded optimum is 37.5 and 75 kbit/s, so `U′`
+/// of 0.2–0.4 s). At the level every session loses at most 2% of its
+/// packets, 1% on average, and the worst gets at least 0.7 of its
+/// optimum; with the plain `β` (`uprime_target_ms = 0`) the loop settles
+/// where late packets make up for the price a delay cannot reach, and the
+/// sessions lose at least 5% on average. As measured when the level came
+/// (fifth session of 2026-12-03), over steps 0.0149, 0.015 and 0.0151: at
+/// the level 0.23–0.38% on average, 0.4–0.7% at worst, the worst session
+/// at 0.74–0.80; plain, 8.9–32% on average, 14–51% at worst, 0.31–0.62
+/// (docs/celerity.md, "The conference's price level"). A target outside
+/// [0, delay_bound_ms) is refused.
+#[test]
+fn celerity_slow_sessions_keep_their_packets_at_the_price_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = ["P0", "P1", "P2", "P3", "P4", "P5"];
+    let file = "celerity/random-slow.toml";
+    let s = scenario_with_sets(dir.path(), file, &[]);
+    let (ratio, worst) = worst_of(&s, &sessions, 100, of_optimum);
+    let mean = mean_loss(&s, &sessions, 100);
+    assert!(
+        ratio >= 0.7 && worst <= 0.02 && mean <= 0.01,
+        "at the level: worst session {ratio} of its optimum, {worst} loss at worst, {mean} on average"
+    );
+    let s = scenario_with_sets(dir.path(), file, &["conference.uprime_target_ms=0"]);
+    let mean = mean_loss(&s, &sessions, 100);
+    assert!(mean >= 0.05, "plain beta: {mean} loss on average");
+    expect_bad_values(
+        file,
+        "conference.uprime_target_ms",
+        &["200", "-1"],
+        "must be a number >= 0 and below delay_bound_ms",
+    );
+}
+
 /// The floor's cut share (`conference.floor_share`) on a random underlay
 /// whose fast session belongs to a member alone behind its router
 /// (scenarios/celerity/random-lone.toml): P3's coded optimum needs a link

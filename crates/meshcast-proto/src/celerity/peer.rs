@@ -28,6 +28,30 @@ pub struct CelerityParams {
     pub beta: f64,
     /// Utility offset δ, kbit/s (bounds `U′` at zero rate).
     pub delta_kbps: f64,
+    /// The conference's price level: the most the median session's `U′`
+    /// may be as the links weigh it, or `None` for the plain `β`. A link's
+    /// price is a delay, and at equilibrium it meets `U′ = β / (R + δ)` on
+    /// the session's critical links; at slow rates that is far past any
+    /// delay the bound can price (a 15-kbit/s session's `U′` is 720 ms),
+    /// and the loop settled where loss and late packets made up the
+    /// difference: on random underlays with cores of 150–750 kbit/s the
+    /// sessions lost 12.7% of their packets on average. So each tail reads
+    /// every session's `U′` divided by a level `s` (its gain, the gain
+    /// floor's test, rule (10)'s step), as if `β` were `β / s`, while the
+    /// session's own rate `β / U′ − δ` and the `U′` its source sends keep
+    /// the plain `β`. Outside the quick-start windows, every control
+    /// interval each member moves `s` by the factor `(want / s)^(1/50)`,
+    /// with `want` the median `U′` over the target, within 1 ..=
+    /// [`PRICE_LEVEL_MAX`]; all members see the same sessions' `U′` (every
+    /// data packet carries its session's) and so move alike, and the
+    /// proportionally fair allocation does not depend on `β`, only the
+    /// price level at which the loop finds it. The median is over the
+    /// present sessions whose `U′` is known and not zero, this member's
+    /// own included (the upper one of an even count). Celerity's own trees
+    /// only: the Simulcast and Mutualcast baselines keep the plain `β`.
+    /// Default 100 ms, half the default delay bound (docs/celerity.md,
+    /// "The conference's price level").
+    pub uprime_target: Option<Duration>,
     /// κ, the step of rule (10) relative to the link's rate: each control
     /// interval `c += κ·c·(gain − price)/U′`, i.e. α = κ·c/U′ (a per-link
     /// step size that keeps the paper's equilibrium and scales with the
@@ -1074,9 +1098,10 @@ impl CelerityParams {
     /// defaults' margins that are parts of the delay budget
     /// ([`late_margin`](Self::late_margin),
     /// [`age_margin`](Self::age_margin),
-    /// [`queue_ceiling`](Self::queue_ceiling) and
-    /// [`size_target`](Self::size_target)) are the same fractions of
-    /// `bound` as of [`DEFAULT_DELAY_BOUND`] (20%, 40%, 40% and 15%), so that
+    /// [`queue_ceiling`](Self::queue_ceiling),
+    /// [`size_target`](Self::size_target) and
+    /// [`uprime_target`](Self::uprime_target)) are the same fractions of
+    /// `bound` as of [`DEFAULT_DELAY_BOUND`] (20%, 40%, 40%, 15% and 50%), so that
     /// any bound gets margins below it; every other default is the same
     /// as [`Default::default`]'s.
     pub fn with_delay_bound(bound: Duration) -> Self {
@@ -1089,6 +1114,7 @@ impl CelerityParams {
             age_margin: part(d.age_margin),
             queue_ceiling: d.queue_ceiling.map(part),
             size_target: d.size_target.map(part),
+            uprime_target: d.uprime_target.map(part),
             ..d
         }
     }
@@ -1100,6 +1126,7 @@ impl Default for CelerityParams {
             delay_bound: DEFAULT_DELAY_BOUND,
             beta: 18.0,
             delta_kbps: 10.0,
+            uprime_target: Some(Duration::from_millis(100)),
             step: 0.015,
             settled_step: 0.02,
             drift_gain: 3.0,
@@ -1207,6 +1234,24 @@ pub struct PeerCounters {
     /// Repairs refused as malformed.
     pub bad_repairs: u64,
 }
+
+/// How far the conference's price level moves in a control interval, as
+/// the exponent of its ratio to the level it wants (see
+/// [`CelerityParams::uprime_target`]): 1/50, so that the level closes
+/// `1 − 1/e` of its gap in fifty intervals, ten seconds at the default
+/// interval, slower than the rates' own settling.
+const PRICE_LEVEL_GAIN: f64 = 0.02;
+
+/// The highest price level (see [`CelerityParams::uprime_target`]). The
+/// guards and a session's charge for its own late packets are delays that
+/// the level does not divide, and a session with no rate has `U′ = β/δ`
+/// (1.8 s at the defaults) to push against them: read at a level past
+/// four, sessions that a slow link's guards held back fell to nothing
+/// while others got twice their optimum (on random underlays with cores
+/// of 150–750 kbit/s, five of eight sessions of one underlay at zero).
+/// At four the mean session loss there stayed 2.6% and the lowest worst
+/// session rose (docs/celerity.md, "The conference's price level").
+pub const PRICE_LEVEL_MAX: f64 = 4.0;
 
 /// The largest unit of application media a peer carries, bytes (a data
 /// packet then still fits a 1500-byte MTU with its headers).
@@ -1831,6 +1876,9 @@ impl Source {
 /// A Celerity participant.
 pub struct CelerityPeer {
     cfg: CelerityConfig,
+    /// The conference's price level `s`: sessions' `U′` are weighed as
+    /// `U′ / s` (see [`CelerityParams::uprime_target`]).
+    price_level: f64,
     n: usize,
     me: usize,
     present: Vec<bool>,
@@ -1965,6 +2013,13 @@ impl CelerityPeer {
         {
             return Err(ConfigError::Param(
                 "queue_ceiling must be positive and below the delay bound".into(),
+            ));
+        }
+        if p.uprime_target
+            .is_some_and(|t| t == Duration::ZERO || t >= p.delay_bound)
+        {
+            return Err(ConfigError::Param(
+                "uprime_target must be positive and below the delay bound".into(),
             ));
         }
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
@@ -2123,6 +2178,7 @@ impl CelerityPeer {
             started: false,
             closed: false,
             counters: PeerCounters::default(),
+            price_level: 1.0,
             cfg,
         })
     }
@@ -2478,6 +2534,9 @@ impl CelerityPeer {
             let p = &self.cfg.params;
             (p.beta, p.initial_rate_kbps, p.delta_kbps)
         };
+        // How this tail weighs the sessions' `U′` (see
+        // `CelerityParams::uprime_target`).
+        let level = self.price_level;
         let damping = self.cfg.params.damping.as_secs_f64();
         // The delay guard's knee: the queue this link can hold before its
         // data packets, with the link's fixed delay and the margin, would
@@ -2670,7 +2729,8 @@ impl CelerityPeer {
                     |i| s.recv_side & (1 << i) != 0,
                     self.cfg.model == Model::Star,
                 );
-                let uprime = s.uprime.max(floor);
+                let weighed = s.uprime / level;
+                let uprime = weighed.max(floor);
                 // The floor's cut share (see `CelerityParams::floor_share`).
                 let share = &mut inc.cut_share[m];
                 *share = if window {
@@ -2678,10 +2738,10 @@ impl CelerityPeer {
                 } else {
                     *share + CUT_SHARE_GAIN * (f64::from(u8::from(crosses)) - *share)
                 };
-                floored[m] = crosses && s.uprime < floor;
-                own_uprime[m] = s.uprime;
+                floored[m] = crosses && weighed < floor;
+                own_uprime[m] = weighed;
                 // Both terms are at least the floor, which is then `uprime`.
-                let gain = if s.uprime < floor {
+                let gain = if weighed < floor {
                     (floor / share.max(floor_share)).min(FLOOR_SHARE_BUDGET * budget)
                 } else {
                     uprime
@@ -2690,7 +2750,7 @@ impl CelerityPeer {
             } else {
                 // Before the source has said anything: let its direct
                 // link grow.
-                let u0 = beta / (c0 + delta);
+                let u0 = beta / (c0 + delta) / level;
                 (if u == m { u0 } else { 0.0 }, u0)
             };
         }
@@ -2791,7 +2851,7 @@ impl CelerityPeer {
             let real = if self.sessions[m].known {
                 self.sessions[m].uprime
             } else {
-                uprime
+                uprime * level
             };
             let own = (real > 0.0).then(|| beta / real - delta);
             // Calm for this session: spare lending and resuming act only
@@ -3010,9 +3070,36 @@ impl CelerityPeer {
     }
 
     /// Algorithm 1: update the rates of every link into this peer.
+    /// Move the conference's price level one control interval towards the
+    /// median session's `U′` at [`CelerityParams::uprime_target`].
+    fn level_prices(&mut self) {
+        let Some(target) = self.cfg.params.uprime_target else {
+            return;
+        };
+        if !self.celerity_trees() {
+            return;
+        }
+        let mut uprimes: Vec<f64> = (0..self.n)
+            .filter(|&m| m != self.me && self.present[m] && self.sessions[m].known)
+            .map(|m| self.sessions[m].uprime)
+            .chain(std::iter::once(self.src.uprime))
+            .filter(|&u| u > 0.0)
+            .collect();
+        if uprimes.is_empty() {
+            return;
+        }
+        uprimes.sort_by(f64::total_cmp);
+        let median = uprimes[uprimes.len() / 2];
+        let want = (median / target.as_secs_f64()).clamp(1.0, PRICE_LEVEL_MAX);
+        self.price_level *= (want / self.price_level).powf(PRICE_LEVEL_GAIN);
+    }
+
     fn control_tick(&mut self, now: Time) {
         let c0 = self.cfg.params.initial_rate_kbps;
         let phase = self.phase(now);
+        if !phase.window {
+            self.level_prices();
+        }
         let mut links_changed = false;
         // Whether quick start ended on a link in this interval, in the
         // start window (see `CelerityParams::cautious_gain`).

@@ -27,6 +27,11 @@ fn bad_configs_are_refused() {
         c.params.queue_ceiling = Some(ceiling);
         assert!(CelerityPeer::new(c).is_err(), "{ceiling:?}");
     }
+    for target in [Duration::ZERO, Duration::from_millis(200)] {
+        let mut c = cfg(3, 0);
+        c.params.uprime_target = Some(target);
+        assert!(CelerityPeer::new(c).is_err(), "{target:?}");
+    }
     for exponent in [0.0, -0.5, 1.5, f64::NAN] {
         let mut c = cfg(3, 0);
         c.params.ceiling_exponent = exponent;
@@ -314,6 +319,64 @@ fn known_session(uprime: f64, relay_side: u16, recv_side: u16) -> SessionInfo {
         relay_side,
         recv_side,
         ..SessionInfo::default()
+    }
+}
+
+/// The conference's price level (`CelerityParams::uprime_target`, 100 ms)
+/// after `steps` control intervals outside the windows, at peer 0 of three
+/// whose sessions 1 and 2 have `U′` of `others` and its own `own` (0: an
+/// application that asks for nothing more), on `model`'s trees.
+fn level_after(model: Model, others: [(f64, bool); 2], own: f64, steps: usize) -> f64 {
+    let mut c = cfg(3, 0);
+    c.model = model;
+    let mut peer = CelerityPeer::new(c).unwrap();
+    peer.present = vec![true; 3];
+    for (m, (uprime, known)) in [1, 2].into_iter().zip(others) {
+        peer.sessions[m] = known_session(uprime, 0b111, 0b111);
+        peer.sessions[m].known = known;
+    }
+    peer.src.uprime = own;
+    for _ in 0..steps {
+        peer.level_prices();
+    }
+    peer.price_level
+}
+
+/// The price level moves towards the median `U′` over the target, slowly
+/// (a fiftieth of the ratio's logarithm an interval), within 1 ..=
+/// `PRICE_LEVEL_MAX`; sessions not yet known and an own `U′` of zero are
+/// left out of the median; the baselines' trees keep the plain `β`.
+#[test]
+fn the_price_level_follows_the_median_uprime() {
+    let deep = Model::Deep;
+    // Under the target: the plain β.
+    assert_eq!(
+        level_after(deep, [(0.05, true), (0.08, true)], 0.09, 500),
+        1.0
+    );
+    // A median of 0.3 s, three times the target: one interval moves the
+    // level by 3^(1/50), and it settles at 3.
+    let one = level_after(deep, [(0.2, true), (0.3, true)], 0.4, 1);
+    assert!((one - 3f64.powf(0.02)).abs() < 1e-9, "{one}");
+    let settled = level_after(deep, [(0.2, true), (0.3, true)], 0.4, 500);
+    assert!((settled - 3.0).abs() < 1e-3, "{settled}");
+    // Far above: held at the most.
+    let most = level_after(deep, [(1.0, true), (1.5, true)], 2.0, 1000);
+    assert!((most - PRICE_LEVEL_MAX).abs() < 1e-3, "{most}");
+    // The unknown session and the own zero are left out: the median of
+    // 0.05 alone.
+    assert_eq!(
+        level_after(deep, [(0.05, true), (1.5, false)], 0.0, 500),
+        1.0
+    );
+    // The upper median of an even count: of 0.05 and 0.2, 0.2.
+    let even = level_after(deep, [(0.05, true), (1.5, false)], 0.2, 1000);
+    assert!((even - 2.0).abs() < 1e-3, "{even}");
+    for baseline in [Model::Star, Model::Mutualcast] {
+        assert_eq!(
+            level_after(baseline, [(1.0, true), (1.5, true)], 2.0, 500),
+            1.0
+        );
     }
 }
 
