@@ -1101,9 +1101,9 @@ impl CelerityParams {
     /// [`queue_ceiling`](Self::queue_ceiling),
     /// [`size_target`](Self::size_target) and
     /// [`uprime_target`](Self::uprime_target)) are the same fractions of
-    /// `bound` as of [`DEFAULT_DELAY_BOUND`] (20%, 40%, 40%, 15% and 50%), so that
-    /// any bound gets margins below it; every other default is the same
-    /// as [`Default::default`]'s.
+    /// `bound` as of [`DEFAULT_DELAY_BOUND`] (20%, 40%, 40%, 15% and
+    /// 50%), so that any bound gets margins below it; every other default
+    /// is the same as [`Default::default`]'s.
     pub fn with_delay_bound(bound: Duration) -> Self {
         let d = Self::default();
         let scale = bound.as_secs_f64() / DEFAULT_DELAY_BOUND.as_secs_f64();
@@ -3069,7 +3069,6 @@ impl CelerityPeer {
         }
     }
 
-    /// Algorithm 1: update the rates of every link into this peer.
     /// Move the conference's price level one control interval towards the
     /// median session's `U′` at [`CelerityParams::uprime_target`].
     fn level_prices(&mut self) {
@@ -3094,9 +3093,12 @@ impl CelerityPeer {
         self.price_level *= (want / self.price_level).powf(PRICE_LEVEL_GAIN);
     }
 
+    /// Algorithm 1: update the rates of every link into this peer.
     fn control_tick(&mut self, now: Time) {
         let c0 = self.cfg.params.initial_rate_kbps;
         let phase = self.phase(now);
+        // The price level is held, not moved, in the quick-start windows,
+        // where the rates are far from any equilibrium.
         if !phase.window {
             self.level_prices();
         }
