@@ -785,7 +785,7 @@ fn underlay_families_write_what_their_help_says() {
     let d = dir.path();
     // (family, routers, core kbit/s, core ms, upload kbit/s, download kbit/s)
     type Range = (f64, f64);
-    let families: [(&str, Range, Range, Range, Range, Range); 5] = [
+    let families: [(&str, Range, Range, Range, Range, Range); 6] = [
         (
             "core",
             (3., 5.),
@@ -825,6 +825,14 @@ fn underlay_families_write_what_their_help_says() {
             (2., 30.),
             (500., 2000.),
             (5000., 10000.),
+        ),
+        (
+            "slow",
+            (3., 5.),
+            (150., 750.),
+            (2., 30.),
+            (5000., 20000.),
+            (5000., 20000.),
         ),
     ];
     let within = |v: f64, (lo, hi): Range| lo <= v && v <= hi;
