@@ -2008,19 +2008,17 @@ impl CelerityPeer {
                 "media_sizes must each be 16..=1400".into(),
             ));
         }
-        if p.queue_ceiling
-            .is_some_and(|c| c == Duration::ZERO || c >= p.delay_bound)
-        {
-            return Err(ConfigError::Param(
-                "queue_ceiling must be positive and below the delay bound".into(),
-            ));
-        }
-        if p.uprime_target
-            .is_some_and(|t| t == Duration::ZERO || t >= p.delay_bound)
-        {
-            return Err(ConfigError::Param(
-                "uprime_target must be positive and below the delay bound".into(),
-            ));
+        // The optional parts of the delay budget.
+        for (name, part) in [
+            ("queue_ceiling", p.queue_ceiling),
+            ("uprime_target", p.uprime_target),
+            ("size_target", p.size_target),
+        ] {
+            if part.is_some_and(|t| t == Duration::ZERO || t >= p.delay_bound) {
+                return Err(ConfigError::Param(format!(
+                    "{name} must be positive and below the delay bound"
+                )));
+            }
         }
         if p.control_interval == Duration::ZERO || p.report_interval == Duration::ZERO {
             return Err(ConfigError::Param("intervals must be positive".into()));
@@ -2053,13 +2051,6 @@ impl CelerityPeer {
         }
         if !(p.burst.is_finite() && p.burst >= 1.0) {
             return Err(ConfigError::Param("burst must be a number >= 1".into()));
-        }
-        if p.size_target
-            .is_some_and(|t| t == Duration::ZERO || t >= p.delay_bound)
-        {
-            return Err(ConfigError::Param(
-                "size_target must be positive and below the delay bound".into(),
-            ));
         }
         for (name, margin) in [("late_margin", p.late_margin), ("age_margin", p.age_margin)] {
             if margin >= p.delay_bound {
