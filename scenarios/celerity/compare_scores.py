@@ -87,12 +87,14 @@ def row(scores):
     """The set's row, as docs/celerity.md's tables give it."""
     f = set_figures(scores)
     sessions = [s for r in scores for s in r["sessions"].values()]
+    start = (f"; heard at {f['heard_s']:.1f} s (last {f['heard_s_last']:.1f} s), "
+             f"{f['silent_s']:.1f} silent s" if "heard_s" in f else "")
     return (f"mean worst {f['mean']:.3f}, median {f['median']:.3f}, "
             f"lowest {f['lowest']:.3f}; at {LINE} {f['at_line']}, "
             f"within {LOSS:.0%} loss {f['within_loss']}; "
             f"late {f['dropped']['late']}; "
             f"mean session loss {100 * statistics.mean(s['loss'] for s in sessions):.2f}%, "
-            f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}")
+            f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}{start}")
 
 
 def sign_test(up, down):

@@ -12,7 +12,11 @@ underlays" table reports: the mean, median and lowest of the worst
 fractions, how many scenarios have every session at 0.8 or more, and how
 many have no session losing more than 5%, then the sessions' drops in the
 windows by cause (`dropped` in the summary: late, policed at a head, link
-down), which say where the loss came from. `--set` is handed to every run
+down), which say where the loss came from, and the start: the mean
+second at which a session is first heard (its lowest receiver's 1-s
+goodput at half its optimum; the run's length if never), the mean of each
+underlay's last session's, and the mean number of the first minute's
+seconds in which some receiver got nothing of a session. `--set` is handed to every run
 (e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
 scenario's figures to FILE, and `compare_scores.py BEFORE.json AFTER.json`
 compares two such files underlay by underlay.
@@ -53,9 +57,29 @@ def sessions(summary):
     return [f for f in summary["flows"] if f["kind"] == "session"]
 
 
+# The start's figures: a session is heard once its lowest receiver's 1-s
+# goodput reaches this share of its optimum, and a second is silent for it
+# while some receiver gets nothing of it, counted over `START_SPAN` seconds.
+HEARD = 0.5
+START_SPAN = 60
+
+
+def start_figures(f, opt, duration):
+    """A session's start (`f` a session flow of a summary, `opt` its
+    optimum): the first second at which its lowest receiver got `HEARD` of
+    `opt` (the run's duration if never), and how many of the first
+    `START_SPAN` seconds some receiver got nothing of it."""
+    series = f.get("series") or []
+    heard = next((x["t_s"] for x in series if x["recv_kbps_min"] >= HEARD * opt), duration)
+    silent = sum(1 for x in series if x["t_s"] < START_SPAN and x["recv_kbps_min"] == 0)
+    return heard, silent
+
+
 def score(summary):
-    """The worst session of a run's summary, in its first report window."""
+    """The worst session of a run's summary, in its first report window,
+    and every session's start (`start_figures`)."""
     rows = []
+    starts = {}
     for f in sessions(summary):
         if not f["windows"]:
             raise ValueError("the scenario has no report window")
@@ -65,6 +89,7 @@ def score(summary):
             raise ValueError(f"session {f['id']} has no optimum in its first window")
         rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0,
                      w.get("dropped") or {c: 0 for c in DROP_CAUSES}))
+        starts[f["id"]] = start_figures(f, opt, summary["duration_s"])
     if not rows:
         raise ValueError("the scenario has no conference sessions")
     worst = min(rows)
@@ -75,7 +100,12 @@ def score(summary):
         "optimum_kbps": worst[3],
         "worst_session_loss": worst[4],
         "worst_loss": max(r[4] for r in rows),
-        "sessions": {r[1]: {"fraction": r[0], "loss": r[4], "dropped": r[5]} for r in rows},
+        "sessions": {r[1]: {"fraction": r[0], "loss": r[4], "dropped": r[5],
+                            "heard_s": starts[r[1]][0], "silent_s": starts[r[1]][1]}
+                     for r in rows},
+        "heard_s": statistics.mean(h for h, _ in starts.values()),
+        "heard_s_last": max(h for h, _ in starts.values()),
+        "silent_s": statistics.mean(q for _, q in starts.values()),
         "dropped": {c: sum(r[5][c] for r in rows) for c in DROP_CAUSES},
     }
 
@@ -90,10 +120,11 @@ LOSS = 0.05
 
 def set_figures(results):
     """A set's row from its scores (`score`'s dicts): the mean, median and
-    lowest worst fraction, how many hold `LINE` and `LOSS`, and the drops
-    by cause."""
+    lowest worst fraction, how many hold `LINE` and `LOSS`, the drops by
+    cause, and the means of the start's figures where every score has
+    them."""
     fractions = [r["worst_fraction"] for r in results]
-    return {
+    figures = {
         "mean": statistics.mean(fractions),
         "median": statistics.median(fractions),
         "lowest": min(fractions),
@@ -101,6 +132,11 @@ def set_figures(results):
         "within_loss": sum(r["worst_loss"] <= LOSS for r in results),
         "dropped": {c: sum(r["dropped"][c] for r in results) for c in DROP_CAUSES},
     }
+    # Scores written before the start was measured have none.
+    if all("heard_s" in r for r in results):
+        for k in ("heard_s", "heard_s_last", "silent_s"):
+            figures[k] = statistics.mean(r[k] for r in results)
+    return figures
 
 
 def drops_text(dropped):
@@ -205,13 +241,16 @@ def main():
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
-              f"{r['wall_s']:.1f} s", flush=True)
+              f"heard at {r['heard_s']:.1f} s (last {r['heard_s_last']} s), "
+              f"{r['silent_s']:.1f} silent s, {r['wall_s']:.1f} s", flush=True)
     figures = set_figures(results)
     print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
           f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "
           f"every session >= {LINE} in {figures['at_line']}, "
           f"worst loss <= {LOSS:.0%} in {figures['within_loss']}; "
-          f"drops {drops_text(figures['dropped'])}")
+          f"drops {drops_text(figures['dropped'])}; start: heard at "
+          f"{figures['heard_s']:.1f} s (the last session {figures['heard_s_last']:.1f} s), "
+          f"{figures['silent_s']:.1f} silent s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

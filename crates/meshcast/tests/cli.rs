@@ -642,8 +642,9 @@ fn worst_session(s: &Value) -> (f64, String) {
 
 /// `random_underlay.py` writes underlays that run, and `score_underlays.py`
 /// scores them as their summaries say: per underlay the session whose lowest
-/// receiver got the least of its coded optimum in the window, and the
-/// table's row over all of them. A missing scenario is refused.
+/// receiver got the least of its coded optimum in the window, with its
+/// start, and the table's row over all of them. A missing scenario is
+/// refused.
 #[test]
 fn underlay_scripts_generate_and_score_underlays() {
     let dir = tempfile::tempdir().unwrap();
@@ -670,6 +671,25 @@ fn underlay_scripts_generate_and_score_underlays() {
         assert!((score["worst_fraction"].as_f64().unwrap() - fraction).abs() < 1e-9);
         let drops = &flow(&s, &id)["windows"][0]["dropped"];
         assert_eq!(&score["sessions"][id.as_str()]["dropped"], drops);
+        // The start: the first second its lowest receiver got half its
+        // optimum, and the first minute's seconds some receiver got none.
+        let f = flow(&s, &id);
+        let opt = f["windows"][0]["optimum_kbps"].as_f64().unwrap();
+        let series = f["series"].as_array().unwrap();
+        let got = |x: &Value| x["recv_kbps_min"].as_f64().unwrap();
+        let heard = series
+            .iter()
+            .find(|x| got(x) >= 0.5 * opt)
+            .map_or(s["duration_s"].as_f64().unwrap(), |x| {
+                x["t_s"].as_f64().unwrap()
+            });
+        let silent = series
+            .iter()
+            .filter(|x| x["t_s"].as_f64().unwrap() < 60.0 && got(x) == 0.0)
+            .count();
+        let start = &score["sessions"][id.as_str()];
+        assert_eq!(start["heard_s"].as_f64(), Some(heard), "{start}");
+        assert_eq!(start["silent_s"].as_u64(), Some(silent as u64), "{start}");
         worst.push(fraction);
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -678,6 +698,10 @@ fn underlay_scripts_generate_and_score_underlays() {
     assert!(stdout.contains(&row), "{stdout}");
     assert!(
         stdout.contains(" late, ") && stdout.contains(" link down"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("; start: heard at ") && stdout.contains(" silent s"),
         "{stdout}"
     );
     let missing = python(
