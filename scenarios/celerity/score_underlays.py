@@ -16,8 +16,8 @@ down), which say where the loss came from, and the start: the mean
 second at which a session is first heard (its lowest receiver's 1-s
 goodput at half its optimum; the run's length if never), the mean of each
 underlay's last session's, and the mean number of the first minute's
-seconds in which some receiver got nothing of a session. `--set` is handed to every run
-(e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
+seconds in which some receiver got nothing of a session. `--set` is
+handed to every run (e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
 scenario's figures to FILE, and `compare_scores.py BEFORE.json AFTER.json`
 compares two such files underlay by underlay.
 
@@ -241,7 +241,7 @@ def main():
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
-              f"heard at {r['heard_s']:.1f} s (last {r['heard_s_last']} s), "
+              f"heard at {r['heard_s']:.1f} s (last {r['heard_s_last']:.0f} s), "
               f"{r['silent_s']:.1f} silent s, {r['wall_s']:.1f} s", flush=True)
     figures = set_figures(results)
     print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
