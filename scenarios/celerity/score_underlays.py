@@ -17,9 +17,10 @@ second at which a session is first heard (its lowest receiver's 1-s
 goodput at half its optimum; the run's length if never), the mean of each
 underlay's last session's, and the mean number of the first minute's
 seconds in which some receiver got nothing of a session. `--set` is
-handed to every run (e.g. `--set conference.pace_to_heads=true`); `--json` also writes every
-scenario's figures to FILE, and `compare_scores.py BEFORE.json AFTER.json`
-compares two such files underlay by underlay.
+handed to every run (e.g. `--set conference.pace_to_heads=true`);
+`--json` also writes every scenario's figures to FILE, and
+`compare_scores.py BEFORE.json AFTER.json` compares two such files
+underlay by underlay.
 
 The usual set is the thirty random underlays:
 
