@@ -38,7 +38,7 @@ import os
 import statistics
 import sys
 
-from score_underlays import DROP_CAUSES, LINE, LOSS, set_figures
+from score_underlays import DROP_CAUSES, LINE, LOSS, set_figures, start_text
 
 
 def number(x):
@@ -87,8 +87,7 @@ def row(scores):
     """The set's row, as docs/celerity.md's tables give it."""
     f = set_figures(scores)
     sessions = [s for r in scores for s in r["sessions"].values()]
-    start = (f"; heard at {f['heard_s']:.1f} s (last {f['heard_s_last']:.1f} s), "
-             f"{f['silent_s']:.1f} silent s" if "heard_s" in f else "")
+    start = f"; {start_text(f)}" if "heard_s" in f else ""
     return (f"mean worst {f['mean']:.3f}, median {f['median']:.3f}, "
             f"lowest {f['lowest']:.3f}; at {LINE} {f['at_line']}, "
             f"within {LOSS:.0%} loss {f['within_loss']}; "

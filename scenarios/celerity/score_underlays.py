@@ -140,6 +140,14 @@ def set_figures(results):
     return figures
 
 
+def start_text(figures):
+    """The start's figures of an underlay's score or a set's row
+    (`heard_s`, `heard_s_last`, `silent_s`) as `heard at H s (last L s), S
+    silent s`."""
+    return (f"heard at {figures['heard_s']:.1f} s (last {figures['heard_s_last']:.1f} s), "
+            f"{figures['silent_s']:.1f} silent s")
+
+
 def drops_text(dropped):
     """A `dropped` object as `L late, P policed, D link down`."""
     return ", ".join(f"{dropped[c]} {c.replace('_', ' ')}" for c in DROP_CAUSES)
@@ -242,16 +250,13 @@ def main():
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
-              f"heard at {r['heard_s']:.1f} s (last {r['heard_s_last']:.0f} s), "
-              f"{r['silent_s']:.1f} silent s, {r['wall_s']:.1f} s", flush=True)
+              f"{start_text(r)}, {r['wall_s']:.1f} s", flush=True)
     figures = set_figures(results)
     print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
           f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "
           f"every session >= {LINE} in {figures['at_line']}, "
           f"worst loss <= {LOSS:.0%} in {figures['within_loss']}; "
-          f"drops {drops_text(figures['dropped'])}; start: heard at "
-          f"{figures['heard_s']:.1f} s (the last session {figures['heard_s_last']:.1f} s), "
-          f"{figures['silent_s']:.1f} silent s")
+          f"drops {drops_text(figures['dropped'])}; start: {start_text(figures)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
