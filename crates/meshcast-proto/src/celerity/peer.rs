@@ -1088,6 +1088,20 @@ pub const SIZE_SETTLE: Duration = Duration::from_secs(20);
 /// fraction of it ([`CelerityParams::size_target`]).
 pub const SIZE_HYSTERESIS: f64 = 0.1;
 
+/// How long a link's tail goes on measuring its data packets against the
+/// longest one's base after the last packet of at least half that length
+/// ([`CelerityPeer::measure`]): past it, with only shorter packets
+/// coming, the data base starts afresh at their length. A source whose
+/// size decision shrinks its packets ([`CelerityParams::size_target`],
+/// first decided after [`SIZE_SETTLE`]) leaves its links holding the base
+/// of the packets before, which may have been learnt behind the start's
+/// queues: short packets do not lower it, so for the base's ten minutes
+/// the start's queue reads as serialisation (the sizes stay at the floor)
+/// and a short packet's queue is read low. 2, 5 and 10 s gave alike
+/// figures on the slow cores (docs/celerity.md, "The short packets' own
+/// base"); a keyframe every 2 s keeps the longest's base.
+pub const SHORT_DATA_RESTART: Duration = Duration::from_secs(5);
+
 /// The delay bound the defaults of [`CelerityParams`] are stated for; the
 /// margins that are parts of the bound scale with it
 /// ([`CelerityParams::with_delay_bound`]).
@@ -1547,6 +1561,9 @@ struct Incoming {
     /// base's window, bytes: shorter data packets' one-way delays are
     /// measured as if they were this long (see [`CelerityPeer::measure`]).
     longest: usize,
+    /// When a data packet of at least half [`Incoming::longest`] last came
+    /// over the link (see [`SHORT_DATA_RESTART`]).
+    long_at: Option<Time>,
     /// The interval's queuing delays, one per packet of either size class:
     /// their mean is the interval's queuing delay, their lower quartile
     /// the standing weight's (see [`CelerityParams::standing_ratio`]).
@@ -2066,6 +2083,7 @@ impl CelerityPeer {
             lost: 0,
             base: Default::default(),
             longest: 0,
+            long_at: None,
             qsamples: Vec::new(),
             standing: 1.0,
             qdelay: 0.0,
@@ -4190,8 +4208,13 @@ impl CelerityPeer {
     /// low (a control base read behind a queue) would lower the base,
     /// which lowers the estimate again. Packets of at least half the
     /// longest still do, so a source of spread sizes (speech) keeps its
-    /// base fresh. With one size, as from the simulator's default source,
-    /// nothing changes.
+    /// base fresh. Once no packet of at least half the longest has come
+    /// for [`SHORT_DATA_RESTART`], the base starts afresh at the short
+    /// packets' length: the longest's base may have been learnt behind a
+    /// queue (a source's first size decision shrinks its packets 20 s
+    /// after the start's queues), and nothing shorter would ever lower it.
+    /// With one size, as from the simulator's default source before its
+    /// size is decided, nothing changes.
     ///
     /// `burst_wait` (seconds; 0 but for data) is the head's estimate of the
     /// packet's wait behind the copies it sent just before (see
@@ -4228,6 +4251,17 @@ impl CelerityPeer {
         if let Some(len) = data.filter(|&len| len > 0) {
             inc.base[1].advance(now);
             let control_known = inc.base[0].base().is_some();
+            if 2 * len >= inc.longest {
+                inc.long_at = Some(now);
+            } else if inc
+                .long_at
+                .is_some_and(|t| now.saturating_since(t) > SHORT_DATA_RESTART)
+            {
+                // Only short packets for a while: the base is theirs now.
+                inc.base[1] = BaseDelay::default();
+                inc.longest = len;
+                inc.long_at = Some(now);
+            }
             let known = control_known && inc.base[1].base().is_some();
             if len > inc.longest && len <= 2 * inc.longest && known {
                 // The base so far is of packets at least half as long:

@@ -2697,6 +2697,55 @@ fn a_tail_forgets_the_full_packets_of_a_window_past() {
     assert!(worst < 1e-3, "{:?}", p.incoming[1].qsamples);
 }
 
+/// A source's packets shrink (its size decision) after its full packets
+/// crossed the link behind a queue (docs/celerity.md, "The short packets'
+/// own base"): 1400-byte packets for 8 s behind 300 ms of queue, then
+/// 350-byte ones over an idle link, then a 30-ms queue. Once no full
+/// packet has come for [`SHORT_DATA_RESTART`] the tail measures the short
+/// packets against their own base: it reads the link's serialisation
+/// (20 ms per 1400 bytes) and the queue, where the full packets' base
+/// would have read 320 ms per 1400 bytes and no queue at all. A full
+/// packet every 4 s among the short ones keeps the full packets' length
+/// for the base (and lowers it itself, as a full packet does).
+#[test]
+fn a_tail_measures_shrunk_packets_against_their_own_base() {
+    let run = |full_every: Option<u64>| {
+        let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+        let mut seq = 0u16;
+        // 10 ms of propagation; 100 ms between packets of each class.
+        for k in 0..300u64 {
+            let t = Time::from_millis(100 * k);
+            tail_hears(&mut p, &mut seq, t, 10.0, None);
+            let t = t + Duration::from_millis(10);
+            let full = k < 80 || full_every.is_some_and(|e| k % e == 0);
+            let queue = match k {
+                0..80 => 300.0,
+                80..290 => 0.0,
+                _ => 30.0,
+            };
+            if k == 290 {
+                p.incoming[1].qsamples.clear();
+            }
+            let len = if full { 1400 } else { 350 };
+            tail_hears(&mut p, &mut seq, t, 10.0 + queue, Some(len));
+        }
+        let inc = &p.incoming[1];
+        let shorts: Vec<f64> = inc.qsamples.iter().copied().filter(|&q| q > 0.0).collect();
+        (inc.longest, inc.per_byte().unwrap(), shorts)
+    };
+    let (longest, per_byte, queues) = run(None);
+    assert_eq!(longest, 350);
+    assert!((per_byte * 1400.0 - 0.020).abs() < 1e-4, "{per_byte}");
+    assert_eq!(queues.len(), 10, "{queues:?}");
+    for q in queues {
+        assert!((q - 0.030).abs() < 1e-3, "{q}");
+    }
+    // Full packets every 4 s: the base stays the full packets'.
+    let (longest, per_byte, _) = run(Some(40));
+    assert_eq!(longest, 1400);
+    assert!((per_byte * 1400.0 - 0.020).abs() < 1e-4, "{per_byte}");
+}
+
 /// Sizes that creep up (docs/celerity.md, "The data base with mixed
 /// sizes"): a link whose 700-byte packets have shown its base, then
 /// carries a standing 10-ms queue while its packets grow by 10 bytes a
