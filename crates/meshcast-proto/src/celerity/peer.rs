@@ -1090,7 +1090,7 @@ pub const SIZE_HYSTERESIS: f64 = 0.1;
 
 /// How long a link's tail goes on measuring its data packets against the
 /// longest one's base after the last packet of at least half that length
-/// ([`CelerityPeer::measure`]): past it, with only shorter packets
+/// (`CelerityPeer::measure`): past it, with only shorter packets
 /// coming, the data base starts afresh at their length. A source whose
 /// size decision shrinks its packets ([`CelerityParams::size_target`],
 /// first decided after [`SIZE_SETTLE`]) leaves its links holding the base
