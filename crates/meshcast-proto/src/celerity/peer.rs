@@ -4251,17 +4251,14 @@ impl CelerityPeer {
         if let Some(len) = data.filter(|&len| len > 0) {
             inc.base[1].advance(now);
             let control_known = inc.base[0].base().is_some();
-            if 2 * len >= inc.longest {
-                inc.long_at = Some(now);
-            } else if inc
-                .long_at
-                .is_some_and(|t| now.saturating_since(t) > SHORT_DATA_RESTART)
-            {
-                // Only short packets for a while: the base is theirs now.
-                inc.base[1] = BaseDelay::default();
-                inc.longest = len;
+            let long = 2 * len >= inc.longest;
+            if long {
                 inc.long_at = Some(now);
             }
+            let short_only = !long
+                && inc
+                    .long_at
+                    .is_some_and(|t| now.saturating_since(t) > SHORT_DATA_RESTART);
             let known = control_known && inc.base[1].base().is_some();
             if len > inc.longest && len <= 2 * inc.longest && known {
                 // The base so far is of packets at least half as long:
@@ -4269,11 +4266,14 @@ impl CelerityPeer {
                 let more = inc.serialisation_of(len - inc.longest);
                 inc.base[1].raise(more);
                 inc.longest = len;
-            } else if len > inc.longest || inc.base[1].base().is_none() {
-                // The data base so far is much shorter packets' delay, or
-                // has left the window with the packets that set it.
+            } else if len > inc.longest || inc.base[1].base().is_none() || short_only {
+                // The data base so far is much shorter packets' delay, has
+                // left the window with the packets that set it, or is
+                // longer packets' that the short ones coming now for
+                // `SHORT_DATA_RESTART` cannot lower.
                 inc.base[1] = BaseDelay::default();
                 inc.longest = len;
+                inc.long_at = Some(now);
             }
             if len < inc.longest {
                 owd += inc.serialisation_of(inc.longest - len);
