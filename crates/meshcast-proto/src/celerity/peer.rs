@@ -340,6 +340,14 @@ pub struct CelerityParams {
     /// packets' base delays, the data packet's extra bytes on every hop of
     /// the path) steps on the link as if its `U′` were that floor: its gain
     /// where its cut crosses the link, and the scale of rule (10)'s step.
+    /// The packet time is a full packet's ([`media_bytes`](Self::media_bytes)),
+    /// in proportion where the sources' packets are shorter (see
+    /// [`size_target`](Self::size_target)): the floor was chosen while the
+    /// tails' data bases kept the full packets' serialisation after the
+    /// sources shrank their packets, and once they followed the short
+    /// packets (see [`SHORT_DATA_RESTART`]) underlay 11's fast P6, whose
+    /// packets shrank to 570–860 bytes, got 0.648 of its optimum against
+    /// 0.879 (docs/celerity.md, "The floor in full packets' times").
     /// The floor is at most [`FLOOR_BUDGET`] of what the delay bound leaves
     /// after the link's fixed delay (propagation plus the data packet's
     /// serialisation).
@@ -1099,7 +1107,8 @@ pub const SIZE_HYSTERESIS: f64 = 0.1;
 /// the start's queue reads as serialisation (the sizes stay at the floor)
 /// and a short packet's queue is read low. 2, 5 and 10 s gave alike
 /// figures on the slow cores (docs/celerity.md, "The short packets' own
-/// base"); a keyframe every 2 s keeps the longest's base.
+/// base"); a keyframe every 2 s keeps the longest's base. The gain floor
+/// stays in full packets' times ([`CelerityParams::gain_floor`]).
 pub const SHORT_DATA_RESTART: Duration = Duration::from_secs(5);
 
 /// The delay bound the defaults of [`CelerityParams`] are stated for; the
@@ -1716,8 +1725,12 @@ impl Incoming {
     }
 
     /// The serialisation of `bytes` of media over the link's path: the
-    /// longest data packet's ([`Incoming::serialisation`]) in proportion.
+    /// longest data packet's ([`Incoming::serialisation`]) in proportion;
+    /// 0 before a data packet has come.
     fn serialisation_of(&self, bytes: usize) -> f64 {
+        if self.longest == 0 {
+            return 0.0;
+        }
         self.serialisation() * bytes as f64 / self.longest as f64
     }
 }
@@ -2597,7 +2610,8 @@ impl CelerityPeer {
         // part of the link's delay budget.
         let budget = FLOOR_BUDGET * (self.cfg.params.delay_bound.as_secs_f64() - fixed).max(0.0);
         let floor = if settled_celerity {
-            (self.cfg.params.gain_floor * self.incoming[u].serialisation()).min(budget)
+            let full = self.cfg.params.media_bytes as usize;
+            (self.cfg.params.gain_floor * self.incoming[u].serialisation_of(full)).min(budget)
         } else {
             0.0
         };

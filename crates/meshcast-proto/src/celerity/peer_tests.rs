@@ -2540,7 +2540,8 @@ fn the_standing_weight_charges_a_standing_queue_not_a_random_one() {
 /// [`crossing_peer`] with session 2's `U′` at `uprime`, its rate on link
 /// 1 → 0 at 100 kbit/s, the link's propagation `one_way` (half the minimum
 /// RTT) seconds and its data-packet serialisation 20 ms (the data and
-/// control bases 20 ms apart): the gain floor's tests.
+/// control bases 20 ms apart, the data packets of `media_bytes`): the gain
+/// floor's tests.
 fn floor_peer(c: &CelerityConfig, uprime: f64, one_way: f64) -> CelerityPeer {
     let mut peer = crossing_peer(c);
     peer.sessions[2].uprime = uprime;
@@ -2548,6 +2549,7 @@ fn floor_peer(c: &CelerityConfig, uprime: f64, one_way: f64) -> CelerityPeer {
     let inc = &mut peer.incoming[1];
     inc.base[0].sample(Time::ZERO, 0.030);
     inc.base[1].sample(Time::ZERO, 0.050);
+    inc.longest = c.params.media_bytes as usize;
     assert!((inc.serialisation() - 0.020).abs() < 1e-12);
     inc.rates[2] = 100.0;
     peer
@@ -2586,6 +2588,34 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     assert!(after(&mutualcast, false, 0.002) < 100.0);
     // 150 ms of propagation leaves 0.2 × 30 ms = 6 ms: under the queue.
     assert!(after(&c, false, 0.150) < 100.0);
+}
+
+/// The gain floor counts full packets' times: where the link's data
+/// packets are 700 bytes (the sources shrank them, see
+/// `CelerityParams::size_target`) and serialise in 6 ms, a session with a
+/// `U′` of 10 ms steps at 2.5 times a 1400-byte packet's 12 ms (30 ms,
+/// under the budget of 0.2 × (200 − 2 − 6) ms) and rises against a
+/// standing 20-ms queue. Where 700 bytes is the most a packet carries
+/// (`media_bytes`), the floor is 15 ms and the rate falls.
+#[test]
+fn the_gain_floor_is_in_full_packets_times_when_packets_shrink() {
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.media_bytes, 1400);
+    let after = |c: &CelerityConfig| {
+        let mut peer = floor_peer(c, 0.010, 0.002);
+        let inc = &mut peer.incoming[1];
+        inc.base[1] = BaseDelay::default();
+        inc.base[1].sample(Time::ZERO, 0.036);
+        inc.longest = 700;
+        assert!((inc.serialisation() - 0.006).abs() < 1e-12);
+        measured(inc, 0.020, true);
+        peer.update_rates(1, settled());
+        peer.incoming[1].rates[2]
+    };
+    assert!(after(&c) > 100.0);
+    let mut short = c.clone();
+    short.params.media_bytes = 700;
+    assert!(after(&short) < 100.0);
 }
 
 /// The floor's cut share (`CelerityParams::floor_share`): a session under
