@@ -14,7 +14,11 @@ directories compare too), e.g. the defaults and a candidate rule:
 It prints each side's row (mean, median and lowest worst fraction,
 underlays with every session at 0.8 or more, underlays whose worst session
 loses at most 5%, packets dropped late, mean session loss, mean session
-fraction), then the paired comparison: the mean change of the worst
+fraction, and the utility: the mean over underlays of the sessions' mean
+`ln(fraction)`, which is the conference's utility `sum beta ln(R + delta)`
+over beta, less a constant per underlay, where delta is small against R; a
+session that got nothing counts at a fraction of 0.001), then the paired
+comparison: the mean change of the worst
 fraction with a 95% interval (normal approximation over the underlays'
 changes), how many underlays rose and fell by at least T (default 0.02)
 with the two-sided sign test's p-value over those, the underlays that
@@ -83,6 +87,20 @@ def load(path):
     return scores
 
 
+# The fraction a session that got nothing counts at in the utility (its
+# logarithm would be minus infinity).
+LEAST_FRACTION = 1e-3
+
+
+def utility(scores):
+    """The mean over underlays of their sessions' mean `ln(fraction)`
+    (each fraction at least `LEAST_FRACTION`)."""
+    return statistics.mean(
+        statistics.mean(math.log(max(s["fraction"], LEAST_FRACTION))
+                        for s in r["sessions"].values())
+        for r in scores)
+
+
 def row(scores):
     """The set's row, as docs/celerity.md's tables give it."""
     f = set_figures(scores)
@@ -93,7 +111,8 @@ def row(scores):
             f"within {LOSS:.0%} loss {f['within_loss']}; "
             f"late {f['dropped']['late']}; "
             f"mean session loss {100 * statistics.mean(s['loss'] for s in sessions):.2f}%, "
-            f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}{start}")
+            f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}, "
+            f"utility {utility(scores):.3f}{start}")
 
 
 def sign_test(up, down):

@@ -716,7 +716,8 @@ fn underlay_scripts_generate_and_score_underlays() {
 }
 
 /// `compare_scores.py` pairs two scorings by scenario file name (whatever
-/// the directory) and reports each side's row, the mean change of the
+/// the directory) and reports each side's row (with the utility, the mean
+/// of `ln(fraction)`), the mean change of the
 /// worst fraction, the moves past the threshold with their sign test, and
 /// the crossings of 0.8; files that share no scenario or are not scorings
 /// are refused.
@@ -755,6 +756,10 @@ fn compare_scores_pairs_underlays_by_file_name() {
         "4 underlays",
         "before: mean worst 0.850, median 0.875, lowest 0.700; at 0.8 3, within 5% loss 4; late 5;",
         "after:  mean worst 0.860, median 0.845, lowest 0.790; at 0.8 3, within 5% loss 4; late 1;",
+        // ln 0.70, 0.90, 0.85, 0.95 average −0.1690; ln 0.82, 0.87, 0.79,
+        // 0.96 −0.1536.
+        "fraction 0.850, utility -0.169",
+        "fraction 0.860, utility -0.154",
         "worst fraction: mean change +0.0100",
         "by 0.02 or more: 1 up, 2 down (sign test p = 1.000)",
         "crossed 0.8: 1 up (a.toml), 1 down (c.toml)",
@@ -775,6 +780,15 @@ fn compare_scores_pairs_underlays_by_file_name() {
         String::from_utf8_lossy(&out.stdout).contains("7 up, 0 down (sign test p = 0.016)"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
+    );
+    // A session that got nothing counts at 0.001 in the utility: ln 0.001.
+    std::fs::write(d.join("zero.json"), many(0.0).to_string()).unwrap();
+    let out = python_ok("compare_scores.py", &["zero.json", "low.json"], d);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("before: mean worst 0.000")
+            && stdout.contains("fraction 0.000, utility -6.908"),
+        "{stdout}"
     );
     let refused = |a: &str, b: &str, message: &str| {
         let out = python("compare_scores.py", &[a, b], d);
