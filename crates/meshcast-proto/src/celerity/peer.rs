@@ -342,12 +342,13 @@ pub struct CelerityParams {
     /// where its cut crosses the link, and the scale of rule (10)'s step.
     /// The packet time is a full packet's ([`media_bytes`](Self::media_bytes)),
     /// in proportion where the sources' packets are shorter (see
-    /// [`size_target`](Self::size_target)): the floor was chosen while the
+    /// [`size_target`](Self::size_target)): the floor was chosen when
+    /// every packet was full, and every rule since was measured while the
     /// tails' data bases kept the full packets' serialisation after the
-    /// sources shrank their packets, and once they followed the short
-    /// packets (see [`SHORT_DATA_RESTART`]) underlay 11's fast P6, whose
-    /// packets shrank to 570–860 bytes, got 0.648 of its optimum against
-    /// 0.879 (docs/celerity.md, "The floor in full packets' times").
+    /// sources shrank theirs. Once the bases followed the short packets
+    /// (see [`SHORT_DATA_RESTART`]), underlay 11's fast P6, whose packets
+    /// shrank to 570–860 bytes, got 0.648 of its optimum against 0.879
+    /// (docs/celerity.md, "The floor in full packets' times").
     /// The floor is at most [`FLOOR_BUDGET`] of what the delay bound leaves
     /// after the link's fixed delay (propagation plus the data packet's
     /// serialisation).
