@@ -4266,11 +4266,9 @@ impl CelerityPeer {
         if let Some(len) = data.filter(|&len| len > 0) {
             inc.base[1].advance(now);
             let control_known = inc.base[0].base().is_some();
-            let long = 2 * len >= inc.longest;
-            if long {
-                inc.long_at = Some(now);
-            }
-            let short_only = !long
+            // Packets under half the longest, and only those, for
+            // `SHORT_DATA_RESTART`.
+            let short_only = 2 * len < inc.longest
                 && inc
                     .long_at
                     .is_some_and(|t| now.saturating_since(t) > SHORT_DATA_RESTART);
@@ -4288,11 +4286,16 @@ impl CelerityPeer {
                 // `SHORT_DATA_RESTART` cannot lower.
                 inc.base[1] = BaseDelay::default();
                 inc.longest = len;
+            }
+            // At least half the longest (the longest itself once it has
+            // just been raised or started afresh).
+            let long = 2 * len >= inc.longest;
+            if long {
                 inc.long_at = Some(now);
             }
             if len < inc.longest {
                 owd += inc.serialisation_of(inc.longest - len);
-                learn = 2 * len >= inc.longest && control_known;
+                learn = long && control_known;
             }
         }
         let base = &mut inc.base[usize::from(full)];
