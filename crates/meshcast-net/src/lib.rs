@@ -334,6 +334,11 @@ impl<E: Endpoint> Node<E> {
         Time::from_nanos(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
     }
 
+    /// The protocol time at which the node started.
+    fn born(&self) -> Time {
+        Time::from_nanos(u64::try_from(self.origin.as_nanos()).unwrap_or(u64::MAX))
+    }
+
     /// The real instant of protocol time `t` (now, for a time already
     /// past).
     fn instant(&self, t: Time) -> Instant {
@@ -384,7 +389,12 @@ impl<E: Endpoint> Node<E> {
                     slept?;
                     let now = self.now();
                     if let Some(due) = deadline {
-                        self.timer_late.record(now.saturating_since(due));
+                        // A timer due before the node started (an
+                        // endpoint's first, "at once", at time zero) is
+                        // late only by the time since the start: from its
+                        // own time a node whose epoch lies years back read
+                        // it as years late.
+                        self.timer_late.record(now.saturating_since(due.max(self.born())));
                     }
                     self.endpoint.handle_timeout(now);
                 }

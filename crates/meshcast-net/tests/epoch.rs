@@ -36,3 +36,44 @@ async fn a_node_counts_from_its_epoch_on_either_clock() {
     let n = wall(SystemTime::now() + ten_s).expect("node");
     assert!(near(n.now(), Duration::ZERO), "{:?}", n.now());
 }
+
+/// An endpoint whose one timer is due at time zero ("at once").
+struct AtOnce(bool);
+
+impl meshcast_core::Endpoint for AtOnce {
+    fn handle_datagram(&mut self, _: Time, _: meshcast_core::Addr, _: &[u8]) {}
+    fn handle_timeout(&mut self, _: Time) {
+        self.0 = true;
+    }
+    fn poll_transmit(&mut self, _: Time) -> Option<meshcast_core::Transmit> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Time> {
+        (!self.0).then_some(Time::ZERO)
+    }
+    fn poll_event(&mut self) -> Option<meshcast_core::Event> {
+        None
+    }
+}
+
+/// A timer due before the node started counts as late only from the
+/// start: with its epoch a year back, a node once reported its first
+/// timer as a year late (`timer_late_ms_max` in a node's summary).
+#[tokio::test]
+async fn a_timer_due_before_the_start_is_late_only_from_the_start() {
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let node = Node::with_epoch(
+        AtOnce(false),
+        socket(),
+        AddrBook::new(),
+        SystemTime::now() - year,
+    )
+    .expect("node");
+    let done = node
+        .run(tokio::time::sleep(Duration::from_millis(200)), |_, _| {})
+        .await
+        .expect("the node runs");
+    assert!(done.endpoint.0, "the timer fired");
+    let late = done.timer_late.max().expect("one timer");
+    assert!(late < meshcast_core::Duration::from_secs(1), "{late:?}");
+}
