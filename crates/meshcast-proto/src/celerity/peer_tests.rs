@@ -104,6 +104,11 @@ fn the_default_margins_are_parts_of_the_delay_bound() {
             Some(Duration::from_millis(2 * ms / 5)),
             "{ms}"
         );
+        assert_eq!(
+            p.bundle_wait,
+            Duration::from_micros((ms * 1000 / 4).min(BUNDLE_WAIT_MS * 1000)),
+            "{ms}"
+        );
         let mut c = cfg(3, 0);
         c.params = p;
         assert!(CelerityPeer::new(c).is_ok(), "{ms}");
