@@ -274,19 +274,14 @@ pub fn media_units(header: &DataHeader, media: &[u8]) -> usize {
 /// Whether `media` is a well-formed bundle: whole units, at least one,
 /// none empty.
 fn bundle_is_whole(media: &[u8]) -> bool {
-    let mut o = 0;
-    while o < media.len() {
-        if media.len() - o < BUNDLE_PREFIX {
+    let mut whole = 0;
+    for unit in bundle_units(media) {
+        if unit.is_empty() {
             return false;
         }
-        let len = usize::from(be_u16(media, o));
-        o += BUNDLE_PREFIX;
-        if len == 0 || media.len() - o < len {
-            return false;
-        }
-        o += len;
+        whole += BUNDLE_PREFIX + unit.len();
     }
-    o > 0
+    whole > 0 && whole == media.len()
 }
 
 /// The unit a data packet's per-copy times (its burst wait and its queued
