@@ -1388,9 +1388,10 @@ struct AppMedia {
 impl AppMedia {
     /// How many of the waiting units, from the oldest, go in the next
     /// packet, and its media bytes: while the packet so far is under
-    /// [`BUNDLE_SHORT`] bytes, the next unit joins it (a bundle) if it
-    /// fits in `limit` bytes with the units' length prefixes; at least
-    /// one; `(0, 0)` when none waits. With `bundle` off, one.
+    /// [`BUNDLE_SHORT`] bytes, the next unit joins it (a bundle) if it is
+    /// itself under [`BUNDLE_SHORT`] bytes and fits in `limit` bytes with
+    /// the units' length prefixes; at least one; `(0, 0)` when none
+    /// waits. With `bundle` off, one.
     ///
     /// Only short packets take company: a bundle is timed from its first
     /// unit, so a unit that joins an older one arrives as old as that one.
@@ -1398,7 +1399,12 @@ impl AppMedia {
     /// after a keyframe joined the keyframe's last, short unit, which had
     /// waited behind the keyframe, and came late with it: 2.9% of the
     /// units lost, the worst session at 0.68 of its optimum (0.1% and 0.71
-    /// without bundles).
+    /// without bundles). A long unit does not join a short one either: the
+    /// packet would take the long unit's time at the rate and more, and
+    /// the unit after it waits that much longer (over real UDP a
+    /// keyframe's first unit joined the frame before it, and the
+    /// keyframe's last unit went stale at the source: a whole second of
+    /// pictures broken).
     fn next_packet(&self, limit: usize, bundle: bool) -> (usize, usize) {
         let Some((_, first)) = self.queue.front() else {
             return (0, 0);
@@ -1409,7 +1415,7 @@ impl AppMedia {
         }
         let mut bundled = wire::BUNDLE_PREFIX + first.len();
         for (_, unit) in self.queue.iter().skip(1) {
-            if bytes >= BUNDLE_SHORT {
+            if bytes >= BUNDLE_SHORT || unit.len() >= BUNDLE_SHORT {
                 break;
             }
             bundled += wire::BUNDLE_PREFIX + unit.len();
@@ -1944,6 +1950,9 @@ struct Source {
     media_seq: u32,
     /// When the last media packet left.
     last_send: Option<Time>,
+    /// The next packet has waited for company (see
+    /// [`CelerityParams::bundle`]).
+    held: bool,
     /// The burst credit for application media (see
     /// [`CelerityParams::burst`]), refilled at `1 + police_slack` times
     /// the session's rate.
@@ -3880,11 +3889,13 @@ impl CelerityPeer {
                     });
                 }
                 let bundle = self.cfg.params.bundle;
+                let waiting = app.queue.len();
                 match (app.queue.front(), app.next_packet(limit, bundle)) {
                     (Some((handed, _)), (count, bytes)) => {
                         // A short unit waits a while for company (see
                         // `CelerityParams::bundle`) where the rate would
-                        // not fill a packet in that time.
+                        // not fill a packet in that time, and while
+                        // nothing that could not join it waits behind it.
                         let wait = self.cfg.params.bundle_wait;
                         let until = *handed + wait;
                         let slow =
@@ -3893,8 +3904,10 @@ impl CelerityPeer {
                             && 2 * bytes < limit
                             && bytes < BUNDLE_SHORT
                             && slow
+                            && count == waiting
                             && now < until
                         {
+                            self.src.held = true;
                             self.set(Timer::Send, Some(until));
                             return;
                         }
@@ -4034,6 +4047,22 @@ impl CelerityPeer {
         if self.app.is_none() || padding {
             self.media = payload;
         }
+        // A packet that waited for company (see `CelerityParams::bundle`)
+        // was due when its first unit came, or when the last packet's gap
+        // allowed if that was later: the sender was idle meanwhile, and
+        // its units go on the schedule they would have kept singly. Timed
+        // from the send instead, a bundle put off the packet after it by
+        // its first unit's gap, and over real UDP a keyframe's last unit
+        // then went stale at the source.
+        let due = if std::mem::take(&mut self.src.held) {
+            let ready = match (self.src.last_send, self.last_gap) {
+                (Some(t), Some(g)) => t + g,
+                _ => origin,
+            };
+            due.min(origin.max(ready))
+        } else {
+            due
+        };
         self.src.last_send = Some(now);
         // A driver may fire the timer late (a real clock's timer
         // granularity, a busy thread): the next packet keeps the schedule,
