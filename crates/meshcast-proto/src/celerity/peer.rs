@@ -497,10 +497,12 @@ pub struct CelerityParams {
     /// packet (a bundle, [`wire::DataHeader::bundle`]), rather than one
     /// packet and one set of headers each. A packet under [`BUNDLE_SHORT`]
     /// bytes and under half the packet size the source offers
-    /// ([`CelerityPeer::offered_packet_bytes`]) takes the units waiting
-    /// when it leaves, as far as that size allows, and waits up to
-    /// [`CelerityParams::bundle_wait`] from its first unit for company
-    /// while the session's rate would not fill a packet in that time.
+    /// ([`CelerityPeer::offered_packet_bytes`]) takes the short units
+    /// waiting when it leaves, as far as that size allows, and, while no
+    /// other unit waits, waits up to [`CelerityParams::bundle_wait`] from
+    /// its first unit for company while the session's rate would not fill
+    /// a packet in that time; the packet after it keeps the schedule its
+    /// units would have kept singly.
     /// Every packet costs 50–60 bytes of headers on every overlay hop
     /// whatever it carries; a video encoder at 30 frames a second on a
     /// session of 20 kbit/s hands over units of about 80 bytes, 30 packets
