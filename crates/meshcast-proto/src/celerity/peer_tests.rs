@@ -104,11 +104,6 @@ fn the_default_margins_are_parts_of_the_delay_bound() {
             Some(Duration::from_millis(2 * ms / 5)),
             "{ms}"
         );
-        assert_eq!(
-            p.bundle_wait,
-            Duration::from_micros((ms * 1000 / 4).min(BUNDLE_WAIT_MS * 1000)),
-            "{ms}"
-        );
         let mut c = cfg(3, 0);
         c.params = p;
         assert!(CelerityPeer::new(c).is_ok(), "{ms}");
@@ -1393,7 +1388,6 @@ fn receive_queued(
         padding: false,
         burst_wait_us: 0,
         queued_us: queued_ms * 1000,
-        bundle: false,
     };
     let link = LinkHeader {
         hop_seq: seq as u16,
@@ -1498,7 +1492,6 @@ fn the_hops_queues_travel_with_the_copies() {
                     children: 0b0100,
                 }],
                 queued_us,
-                bundle: false,
                 ..first_packet_of_session_0()
             };
             let link = LinkHeader {
@@ -1851,7 +1844,6 @@ fn first_packet_of_session_0() -> DataHeader {
         padding: false,
         burst_wait_us: 0,
         queued_us: 0,
-        bundle: false,
     }
 }
 
@@ -1894,7 +1886,6 @@ fn every_datagram_fits_a_1500_byte_mtu() {
                 .collect(),
             burst_wait_us: 100_000,
             queued_us: 100_000,
-            bundle: false,
             ..first_packet_of_session_0()
         };
         let mut sender = RepairSender::new(repair_symbol_len(n), 7);
@@ -2142,7 +2133,6 @@ fn dropped_packets_are_reported_with_their_cause() {
         padding: false,
         burst_wait_us: 0,
         queued_us: 0,
-        bundle: false,
     };
     let drops = |p: &mut CelerityPeer| {
         std::iter::from_fn(|| p.poll_event())
@@ -2196,7 +2186,6 @@ fn head_of_session_2(c: CelerityConfig, rate: f64) -> (CelerityPeer, DataHeader)
         padding: false,
         burst_wait_us: 0,
         queued_us: 0,
-        bundle: false,
     };
     (p, header)
 }
@@ -2398,99 +2387,6 @@ fn application_media_goes_through_unchanged_and_padding_stays_inside() {
     // Too large a unit is refused.
     assert!(!peers[0].handle_media(now, &[0u8; MAX_APP_MEDIA + 1]));
     assert_eq!(peers[0].counters().refused_media, 1);
-}
-
-/// Short units on a slow session share packets (bundles): at 20 kbit/s a
-/// 60-byte unit every 33 ms goes two or more to a packet, where each
-/// would otherwise take a packet and its headers of its own; every unit
-/// arrives whole, in order, counted once sent and once received, and no
-/// later than its wait for company and the rate allow. With `bundle` off
-/// every unit takes its own packet.
-#[test]
-fn short_units_share_packets_and_arrive_whole() {
-    const BUNDLE_WAIT: Duration = Duration::from_millis(BUNDLE_WAIT_MS);
-    let mut longest_by_mode = Vec::new();
-    for bundle in [true, false] {
-        let n = 3;
-        let mut peers: Vec<CelerityPeer> = (0..n)
-            .map(|me| {
-                let mut c = cfg(n, me);
-                c.params.max_rate = Some(Rate::from_kbps_f64(20.0));
-                c.params.bundle = bundle;
-                let mut p = CelerityPeer::new(c).unwrap();
-                p.set_app_media(true, me == 0);
-                p
-            })
-            .collect();
-        let mut inflight = Default::default();
-        let mut events = Vec::new();
-        let mut now = Time::ZERO;
-        let mut handed = Vec::new();
-        let (mut sent, mut received) = (0, [0; 3]);
-        let mut longest = Duration::ZERO;
-        let mut seq_at_start = 0;
-        while now < Time::from_secs(12) {
-            let ms = now.as_nanos() / 1_000_000;
-            if ms == 6000 {
-                seq_at_start = peers[0].src.media_seq;
-            }
-            if (6000..10_000).contains(&ms) && ms % 33 == 0 {
-                let unit: Vec<u8> = (0..60).map(|k| (k * 3 + ms) as u8).collect();
-                assert!(peers[0].handle_media(now, &unit));
-                handed.push(unit);
-            }
-            ideal_step(&mut peers, &mut inflight, now, &mut events);
-            for (i, e) in events.drain(..) {
-                match e {
-                    Event::FlowSent { payload_bytes, .. } => {
-                        assert_eq!((i, payload_bytes), (0, 60));
-                        sent += 1;
-                    }
-                    Event::FlowReceived {
-                        payload_bytes,
-                        sent_at,
-                        ..
-                    } => {
-                        assert_eq!(payload_bytes, 60);
-                        received[i] += 1;
-                        longest = longest.max(now.saturating_since(sent_at));
-                    }
-                    _ => {}
-                }
-            }
-            now += Duration::from_millis(1);
-        }
-        let packets = peers[0].src.media_seq.wrapping_sub(seq_at_start) as usize;
-        let units = handed.len();
-        assert_eq!(sent, units, "bundle {bundle}");
-        assert_eq!(received, [0, units, units], "bundle {bundle}");
-        for peer in &mut peers[1..] {
-            let mut got = Vec::new();
-            while let Some((_, unit)) = peer.poll_media() {
-                got.push(unit);
-            }
-            assert_eq!(got, handed, "bundle {bundle}");
-        }
-        let c = peers[0].counters();
-        assert_eq!(c.stale_media, 0);
-        if bundle {
-            // Two or more units a packet, each counted.
-            assert!(2 * packets <= units, "{packets} packets for {units} units");
-            assert_eq!(
-                c.bundled_units as usize,
-                units - (packets - c.bundles as usize)
-            );
-        } else {
-            assert_eq!((packets, c.bundles, c.bundled_units), (units, 0, 0));
-        }
-        longest_by_mode.push(longest);
-    }
-    // A unit waits at most `bundle_wait` for company: the longest delay
-    // (the start's low rate's, 136 ms here) is no longer with bundles.
-    assert!(
-        longest_by_mode[0] <= longest_by_mode[1] + BUNDLE_WAIT,
-        "{longest_by_mode:?}"
-    );
 }
 
 /// A burst the session's rate cannot carry within the delay bound loses
@@ -3217,7 +3113,6 @@ fn the_packet_size_counts_the_copies_sent_before() {
         padding: false,
         burst_wait_us: 0,
         queued_us: 0,
-        bundle: false,
     };
     r.on_data(now, header, &[0u8; 1400]);
     let to: Vec<Addr> = std::iter::from_fn(|| r.poll_transmit(now))
