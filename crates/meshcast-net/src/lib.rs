@@ -192,6 +192,12 @@ pub struct Finished<E> {
     pub timer_late: DelayHistogram,
 }
 
+/// The protocol time `since` after the epoch (saturating past `u64`
+/// nanoseconds).
+fn protocol_time(since: Duration) -> Time {
+    Time::from_nanos(u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// One endpoint on one UDP socket.
 pub struct Node<E> {
     endpoint: E,
@@ -330,13 +336,12 @@ impl<E: Endpoint> Node<E> {
 
     /// The protocol time now.
     pub fn now(&self) -> Time {
-        let t = self.origin + self.start.elapsed();
-        Time::from_nanos(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
+        protocol_time(self.origin + self.start.elapsed())
     }
 
     /// The protocol time at which the node started.
     fn born(&self) -> Time {
-        Time::from_nanos(u64::try_from(self.origin.as_nanos()).unwrap_or(u64::MAX))
+        protocol_time(self.origin)
     }
 
     /// The real instant of protocol time `t` (now, for a time already
