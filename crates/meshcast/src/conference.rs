@@ -134,6 +134,8 @@ pub(crate) struct RawConference {
     hop_queues: Option<bool>,
     rival_share: Option<bool>,
     burst: Option<Spanned<f64>>,
+    bundle: Option<bool>,
+    bundle_wait_ms: Option<Spanned<f64>>,
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
     keyframe_ratio: Option<Spanned<f64>>,
@@ -427,6 +429,12 @@ pub(crate) fn check(
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;
+    }
+    if let Some(v) = raw.bundle {
+        params.bundle = v;
+    }
+    if let Some(v) = below_bound(&raw.bundle_wait_ms, "conference.bundle_wait_ms")? {
+        params.bundle_wait = Duration::from_secs_f64(v / 1e3);
     }
     let video = match checked(
         &raw.video_fps,

@@ -524,6 +524,11 @@ pub struct PeerSummary {
     pub recovered: u64,
     /// Repairs refused as malformed.
     pub bad_repairs: u64,
+    /// Media units this source sent in bundles, several to a packet
+    /// (docs/celerity.md, "Bundles").
+    pub bundled_units: u64,
+    /// The bundles they went in.
+    pub bundles: u64,
 }
 
 impl NetSummary {
@@ -558,6 +563,8 @@ impl PeerSummary {
             repairs_sent: c.repairs_sent,
             recovered: c.recovered,
             bad_repairs: c.bad_repairs,
+            bundled_units: c.bundled_units,
+            bundles: c.bundles,
         }
     }
 }

@@ -87,6 +87,14 @@ pub struct DataHeader {
     /// not zero, saturating at 127.5 ms); per copy, and left out of local
     /// loss recovery's coded data like the burst wait.
     pub queued_us: u32,
+    /// The media is a bundle of an application's units, each preceded by
+    /// its length (a big-endian `u16`; see [`push_bundle_unit`] and
+    /// [`bundle_units`]): a source whose units are short for its rate
+    /// sends several in one packet rather than one header per unit
+    /// (docs/celerity.md, "Bundles"). A parsed packet with the flag has
+    /// been checked to hold whole units, at least one, none empty. Not per
+    /// copy: relays and local loss recovery carry it as it came.
+    pub bundle: bool,
 }
 
 impl DataHeader {
@@ -221,6 +229,60 @@ const ENTRIES_MASK: u8 = 0x1F;
 /// ([`DataHeader::queued_us`]) follows the entry count (and the control
 /// length and burst wait bytes).
 const ENTRIES_QUEUED: u8 = 0x80;
+/// In the entry-count byte: the media is a bundle ([`DataHeader::bundle`]).
+const ENTRIES_BUNDLE: u8 = 0x40;
+
+/// The bytes before each unit of a bundle (its length).
+pub const BUNDLE_PREFIX: usize = 2;
+
+/// Append `unit` (1 to 65535 bytes) to a bundle's media in `out`.
+pub fn push_bundle_unit(out: &mut Vec<u8>, unit: &[u8]) {
+    assert!(
+        !unit.is_empty() && unit.len() <= usize::from(u16::MAX),
+        "a bundled unit is 1 to 65535 bytes"
+    );
+    out.extend_from_slice(&(unit.len() as u16).to_be_bytes());
+    out.extend_from_slice(unit);
+}
+
+/// The units of a bundle's media, in order. Media that is not a whole
+/// number of units ends the iteration at the first unit that does not
+/// fit; a parsed packet's bundle has been checked ([`DataHeader::bundle`]).
+pub fn bundle_units(media: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = media;
+    std::iter::from_fn(move || {
+        if rest.len() < BUNDLE_PREFIX {
+            return None;
+        }
+        let len = usize::from(be_u16(rest, 0));
+        let unit = rest.get(BUNDLE_PREFIX..BUNDLE_PREFIX + len)?;
+        rest = &rest[BUNDLE_PREFIX + len..];
+        Some(unit)
+    })
+}
+
+/// How many of an application's units a data packet with `header` and
+/// `media` carries: a bundle's count, else one.
+pub fn media_units(header: &DataHeader, media: &[u8]) -> usize {
+    if header.bundle {
+        bundle_units(media).count()
+    } else {
+        1
+    }
+}
+
+/// Whether `media` is a well-formed bundle: whole units, at least one,
+/// none empty.
+fn bundle_is_whole(media: &[u8]) -> bool {
+    let mut whole = 0;
+    for unit in bundle_units(media) {
+        if unit.is_empty() {
+            return false;
+        }
+        whole += BUNDLE_PREFIX + unit.len();
+    }
+    whole > 0 && whole == media.len()
+}
 
 /// The unit a data packet's per-copy times (its burst wait and its queued
 /// time) travel in, µs: one byte reaches 127.5 ms, more than the last of
@@ -420,7 +482,7 @@ fn parse_after_link(
             let recv_side = mask(11 + mask_len);
             let mut o = 11 + 2 * mask_len;
             let count = rest[o];
-            if count & !(ENTRIES_MASK | ENTRIES_QUEUED) != 0 {
+            if count & !(ENTRIES_MASK | ENTRIES_QUEUED | ENTRIES_BUNDLE) != 0 {
                 return Err(CelerityWireError::Invalid("entry count"));
             }
             let n_entries = usize::from(count & ENTRIES_MASK);
@@ -463,13 +525,18 @@ fn parse_after_link(
                 padding: flags & FLAG_PADDING != 0,
                 burst_wait_us,
                 queued_us,
+                bundle: count & ENTRIES_BUNDLE != 0,
             };
             let control = parse_control(&rest[o..o + ctl_len])?;
+            let media = &rest[o + ctl_len..];
+            if header.bundle && !bundle_is_whole(media) {
+                return Err(CelerityWireError::Invalid("bundle"));
+            }
             Ok(Packet::Data {
                 link,
                 header,
                 control,
-                media: &rest[o + ctl_len..],
+                media,
             })
         }
         other => Err(CelerityWireError::Common(WireError::WrongType {
@@ -843,12 +910,14 @@ fn emit_data_body(
     out.extend_from_slice(&uprime.to_bits().to_be_bytes());
     mask(out, header.relay_side);
     mask(out, header.recv_side);
-    let count = header.entries.len() as u8;
-    out.push(if queued > 0 {
-        count | ENTRIES_QUEUED
-    } else {
-        count
-    });
+    let mut count = header.entries.len() as u8;
+    if queued > 0 {
+        count |= ENTRIES_QUEUED;
+    }
+    if header.bundle {
+        count |= ENTRIES_BUNDLE;
+    }
+    out.push(count);
     if !control.is_empty() {
         out.push(control.len() as u8);
     }
@@ -939,6 +1008,7 @@ mod tests {
             padding: false,
             burst_wait_us: 0,
             queued_us: 0,
+            bundle: false,
         };
         let mut ctl = Vec::new();
         emit_control(
@@ -991,6 +1061,7 @@ mod tests {
             padding: false,
             burst_wait_us: 0,
             queued_us: 0,
+            bundle: false,
         };
         let prefix = COMMON_HEADER_LEN + LINK_HEADER_LEN;
         let len =
@@ -1032,6 +1103,7 @@ mod tests {
                 padding: false,
                 burst_wait_us: 0,
                 queued_us: 0,
+                bundle: false,
             };
             let bytes = emit_data_packet(link, &header, &[], &[]);
             let Ok(Packet::Data { header: h, .. }) = parse(&bytes) else {
@@ -1073,6 +1145,7 @@ mod tests {
             padding: false,
             burst_wait_us,
             queued_us,
+            bundle: false,
         };
         let hello = [TLV_HELLO, 0];
         let times = [
@@ -1131,11 +1204,82 @@ mod tests {
             let cut = &bytes[..COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN];
             assert!(parse(cut).is_err());
         }
-        // The entry count's other flag bits are reserved.
-        for bit in [0x20, 0x40] {
-            let mut bytes = emit_data_packet(link, &header(0, 0), &[], &[]);
-            bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN - 1] |= bit;
-            assert!(matches!(parse(&bytes), Err(CelerityWireError::Invalid(_))));
+        // The entry count's last flag bit is reserved.
+        let mut bytes = emit_data_packet(link, &header(0, 0), &[], b"media");
+        bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN - 1] |= 0x20;
+        assert!(matches!(parse(&bytes), Err(CelerityWireError::Invalid(_))));
+    }
+
+    /// A bundle's units come back whole and in order, through a relay's
+    /// parse and local loss recovery's coded form alike; its flag is the
+    /// entry count's 0x40; media that is not whole units is refused.
+    #[test]
+    fn a_bundle_carries_whole_units() {
+        let link = LinkHeader {
+            hop_seq: 3,
+            hop_ts_us: 4,
+        };
+        let header = DataHeader {
+            session: 2,
+            media_seq: 9,
+            origin_ts_us: 10,
+            uprime: 0.5,
+            relay_side: 0b100,
+            recv_side: 0b100,
+            entries: vec![TreeEntry {
+                member: 1,
+                children: 0b1001,
+            }],
+            padding: false,
+            burst_wait_us: 0,
+            queued_us: 0,
+            bundle: true,
+        };
+        let units: [&[u8]; 3] = [b"a", &[7; 300], b"frame three"];
+        let mut media = Vec::new();
+        for u in units {
+            push_bundle_unit(&mut media, u);
+        }
+        assert_eq!(media.len(), 3 * BUNDLE_PREFIX + 1 + 300 + 11);
+        let bytes = emit_data_packet(link, &header, &[], &media);
+        let body = &bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN..];
+        assert_eq!(body[DATA_FIXED_LEN - 1], 1 | ENTRIES_BUNDLE);
+        let Ok(Packet::Data {
+            header: back,
+            media: got,
+            ..
+        }) = parse(&bytes)
+        else {
+            panic!("not data")
+        };
+        assert_eq!(back, header);
+        assert_eq!(bundle_units(got).collect::<Vec<_>>(), units);
+        assert_eq!(media_units(&back, got), 3);
+        let mut coded = Vec::new();
+        emit_coded_data(&header, &media, &mut coded);
+        let (h, m) = parse_coded_data(&coded).unwrap();
+        assert!(h.bundle);
+        assert_eq!(bundle_units(m).collect::<Vec<_>>(), units);
+        // Without the flag the same bytes are one unit.
+        let plain = DataHeader {
+            bundle: false,
+            ..header.clone()
+        };
+        assert_eq!(media_units(&plain, &media), 1);
+        // Cut short, an empty unit, a stray byte, or no unit at all.
+        let mut empty_unit = media.clone();
+        push_bundle_unit(&mut empty_unit, b"x");
+        let n = empty_unit.len();
+        empty_unit[n - 3..n - 1].copy_from_slice(&[0, 0]);
+        empty_unit.truncate(n - 1);
+        let mut stray = media.clone();
+        stray.push(0);
+        for bad in [&media[..media.len() - 1], &empty_unit, &stray, &[][..]] {
+            let bytes = emit_data_packet(link, &header, &[], bad);
+            assert!(
+                matches!(parse(&bytes), Err(CelerityWireError::Invalid("bundle"))),
+                "{bad:?}"
+            );
         }
     }
 
@@ -1410,6 +1554,7 @@ mod tests {
                         // Any times the wire holds (0: none).
                         burst_wait_us: u32::from(wait) * WAIT_UNIT_US,
                         queued_us: u32::from(queued) * WAIT_UNIT_US,
+                        bundle: false,
                     }
                 },
             )
