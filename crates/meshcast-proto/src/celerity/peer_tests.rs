@@ -2321,10 +2321,16 @@ fn step_over(
 /// (probing with padding until its application starts), the others only
 /// receive.
 fn app_media_peers(n: usize, max_kbps: f64) -> Vec<CelerityPeer> {
+    app_media_peers_bundling(n, max_kbps, CelerityParams::default().bundle)
+}
+
+/// [`app_media_peers`] with bundles on or off.
+fn app_media_peers_bundling(n: usize, max_kbps: f64, bundle: bool) -> Vec<CelerityPeer> {
     (0..n)
         .map(|me| {
             let mut c = cfg(n, me);
             c.params.max_rate = Some(Rate::from_kbps_f64(max_kbps));
+            c.params.bundle = bundle;
             let mut p = CelerityPeer::new(c).unwrap();
             p.set_app_media(true, me == 0);
             p
@@ -2409,16 +2415,7 @@ fn first_keyframe_stale_phases(cap_kbps: f64, bundle: bool) -> Vec<u64> {
     let mut stale = Vec::new();
     // The padding's gap at 60 kbit/s is 187 ms: every phase of it.
     for k in (0..190).step_by(2) {
-        let mut peers: Vec<CelerityPeer> = (0..2)
-            .map(|me| {
-                let mut c = cfg(2, me);
-                c.params.max_rate = Some(Rate::from_kbps_f64(cap_kbps));
-                c.params.bundle = bundle;
-                let mut p = CelerityPeer::new(c).unwrap();
-                p.set_app_media(true, me == 0);
-                p
-            })
-            .collect();
+        let mut peers = app_media_peers_bundling(2, cap_kbps, bundle);
         let mut inflight = Default::default();
         let mut events = Vec::new();
         let mut now = Time::ZERO;
@@ -2473,17 +2470,7 @@ fn short_units_share_packets_and_arrive_whole() {
     const BUNDLE_WAIT: Duration = Duration::from_millis(BUNDLE_WAIT_MS);
     let mut longest_by_mode = Vec::new();
     for bundle in [true, false] {
-        let n = 3;
-        let mut peers: Vec<CelerityPeer> = (0..n)
-            .map(|me| {
-                let mut c = cfg(n, me);
-                c.params.max_rate = Some(Rate::from_kbps_f64(20.0));
-                c.params.bundle = bundle;
-                let mut p = CelerityPeer::new(c).unwrap();
-                p.set_app_media(true, me == 0);
-                p
-            })
-            .collect();
+        let mut peers = app_media_peers_bundling(3, 20.0, bundle);
         let mut inflight = Default::default();
         let mut events = Vec::new();
         let mut now = Time::ZERO;
