@@ -1403,10 +1403,11 @@ impl AppMedia {
     /// units lost, the worst session at 0.68 of its optimum (0.1% and 0.71
     /// without bundles). A long unit does not join a short one either: the
     /// packet would take the long unit's time at the rate and more, and
-    /// the unit after it waits that much longer (over real UDP a
-    /// keyframe's first unit joined the frame before it, and the
-    /// keyframe's last unit went stale at the source: a whole second of
-    /// pictures broken).
+    /// the unit after it waits that much longer. (The real-UDP failure
+    /// this was first made against, a keyframe's last unit stale at the
+    /// source, was later traced to the stream's first keyframe meeting
+    /// the credit padding had spent, bundled or not: docs/celerity.md,
+    /// "Bundles", "Taken out and put back".)
     fn next_packet(&self, limit: usize, bundle: bool) -> (usize, usize) {
         let Some((_, first)) = self.queue.front() else {
             return (0, 0);
@@ -4053,9 +4054,8 @@ impl CelerityPeer {
         // was due when its first unit came, or when the last packet's gap
         // allowed if that was later: the sender was idle meanwhile, and
         // its units go on the schedule they would have kept singly. Timed
-        // from the send instead, a bundle put off the packet after it by
-        // its first unit's gap, and over real UDP a keyframe's last unit
-        // then went stale at the source.
+        // from the send instead, a bundle would put off the packet after
+        // it by its first unit's gap (docs/celerity.md, "Bundles").
         let due = if std::mem::take(&mut self.src.held) {
             let ready = match (self.src.last_send, self.last_gap) {
                 (Some(t), Some(g)) => t + g,
