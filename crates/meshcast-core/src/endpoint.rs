@@ -64,8 +64,10 @@ pub enum Event {
     },
     /// The endpoint, as the source of `flow` carrying application media,
     /// now offers the application `rate` in packets of at most
-    /// `packet_bytes`: what an encoder should produce, and how its
-    /// payloader should cut it. Reported when either changes.
+    /// `packet_bytes`, and frames of at most `frame_bytes`: what an
+    /// encoder should produce, how its payloader should cut it, and how
+    /// large its keyframes may be to arrive in time. Reported when any
+    /// changes.
     RateOffered {
         /// The flow.
         flow: FlowId,
@@ -73,6 +75,9 @@ pub enum Event {
         rate: crate::units::Rate,
         /// The most media bytes a packet should carry.
         packet_bytes: u32,
+        /// The most media bytes a frame (units handed over at once)
+        /// should carry to reach every receiver within the delay bound.
+        frame_bytes: u32,
     },
     /// The endpoint dropped a data packet of `flow` that its source sent
     /// at `sent_at` (on the source's clock), for `cause`. A relay's drop

@@ -139,6 +139,7 @@ pub(crate) struct RawConference {
     video_fps: Option<Spanned<f64>>,
     keyframe_interval_s: Option<Spanned<f64>>,
     keyframe_ratio: Option<Spanned<f64>>,
+    keyframe_budget: Option<Spanned<bool>>,
 }
 
 impl RawConference {
@@ -451,6 +452,7 @@ pub(crate) fn check(
                 fps,
                 keyframe_interval: Duration::from_secs_f64(interval),
                 keyframe_ratio: ratio,
+                keyframe_budget: raw.keyframe_budget.as_ref().is_none_or(|b| *b.get_ref()),
             })
         }
         None => {
@@ -461,6 +463,13 @@ pub(crate) fn check(
                 if let Some(v) = v {
                     return Err(loc.err(v.span(), field, "needs conference.video_fps"));
                 }
+            }
+            if let Some(v) = &raw.keyframe_budget {
+                return Err(loc.err(
+                    v.span(),
+                    "conference.keyframe_budget",
+                    "needs conference.video_fps",
+                ));
             }
             None
         }

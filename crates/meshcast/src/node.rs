@@ -780,9 +780,9 @@ struct Live {
     dropped: Vec<[u64; DropCause::ALL.len()]>,
     /// Bytes sent as media, data headers, control and repairs.
     bytes: [u64; 4],
-    /// The rate (bits/s) and packet size (media bytes) the overlay last
-    /// offered this node's application (with `[media]`).
-    offered: Option<(u64, u32)>,
+    /// The rate (bits/s), packet size and frame size (media bytes) the
+    /// overlay last offered this node's application (with `[media]`).
+    offered: Option<(u64, u32, u32)>,
 }
 
 impl Live {
@@ -830,8 +830,11 @@ impl Live {
                 }
             }
             Event::RateOffered {
-                rate, packet_bytes, ..
-            } => self.offered = Some((rate.as_bps(), packet_bytes)),
+                rate,
+                packet_bytes,
+                frame_bytes,
+                ..
+            } => self.offered = Some((rate.as_bps(), packet_bytes, frame_bytes)),
             _ => {}
         }
     }
@@ -903,7 +906,7 @@ impl Live {
                 .map(|(p, v)| (format!("{{purpose=\"{p}\"}}"), v))
                 .collect::<Vec<_>>(),
         );
-        if let Some((bps, bytes)) = self.offered {
+        if let Some((bps, bytes, frame)) = self.offered {
             let _ = writeln!(
                 t,
                 "# HELP meshcast_offered_rate_bits_per_second The media rate the overlay offers this node's own session now: what its encoder should produce.\n# TYPE meshcast_offered_rate_bits_per_second gauge\nmeshcast_offered_rate_bits_per_second {bps}"
@@ -911,6 +914,10 @@ impl Live {
             let _ = writeln!(
                 t,
                 "# HELP meshcast_offered_packet_bytes The most media bytes a packet of this node's own session should carry now, for its paths: its payloader's size.\n# TYPE meshcast_offered_packet_bytes gauge\nmeshcast_offered_packet_bytes {bytes}"
+            );
+            let _ = writeln!(
+                t,
+                "# HELP meshcast_offered_frame_bytes The most media bytes a frame of this node's own session (units handed over at once, a keyframe) should carry to reach every receiver within the delay bound: its encoder's largest frame.\n# TYPE meshcast_offered_frame_bytes gauge\nmeshcast_offered_frame_bytes {frame}"
             );
         }
         let _ = writeln!(

@@ -24,6 +24,12 @@ pub struct VideoParams {
     pub keyframe_interval: Duration,
     /// A keyframe's size over a frame between keyframes' (>= 1).
     pub keyframe_ratio: f64,
+    /// Whether the encoder keeps its keyframes within the largest frame
+    /// the peer offers ([`CelerityPeer::offered_frame_bytes`]), as a real
+    /// encoder's VBV buffer or maximum intra size is set from its
+    /// transport's feedback: the keyframe's ratio falls as far as that
+    /// needs (not under 1), and the frames between take what it gave up.
+    pub keyframe_budget: bool,
 }
 
 impl VideoParams {
@@ -37,15 +43,24 @@ impl VideoParams {
     /// carries the rate's bytes over its length, shared out so that a
     /// keyframe is `keyframe_ratio` times each other frame (an encoder's
     /// rate control spends on the frames between what the keyframe took).
-    pub fn frame_bytes(&self, k: u64, bps: f64) -> usize {
+    /// With a `budget` (bytes) the ratio is lowered, not under 1, until a
+    /// keyframe fits it; the interval still carries the rate's bytes.
+    pub fn frame_bytes(&self, k: u64, bps: f64, budget: Option<usize>) -> usize {
         let gop = self.gop();
         let per_gop = bps / 8.0 * gop as f64 / self.fps;
+        let frames = gop as f64 - 1.0;
+        let mut ratio = self.keyframe_ratio;
+        if let Some(b) = budget.map(|b| b as f64) {
+            if b < per_gop {
+                ratio = ratio.min(b * frames / (per_gop - b)).max(1.0);
+            }
+        }
         let share = if gop == 1 {
             1.0
         } else if k % gop == 0 {
-            self.keyframe_ratio / (gop as f64 - 1.0 + self.keyframe_ratio)
+            ratio / (frames + ratio)
         } else {
-            1.0 / (gop as f64 - 1.0 + self.keyframe_ratio)
+            1.0 / (frames + ratio)
         };
         (per_gop * share).round() as usize
     }
@@ -95,7 +110,11 @@ impl VideoApp {
         let gap = Duration::from_secs_f64(1.0 / self.video.fps);
         while !self.closed && self.next_frame <= now {
             let bps = self.peer.offered_rate().as_bps() as f64;
-            let bytes = self.video.frame_bytes(self.frame, bps);
+            let budget = self
+                .video
+                .keyframe_budget
+                .then(|| self.peer.offered_frame_bytes() as usize);
+            let bytes = self.video.frame_bytes(self.frame, bps, budget);
             let unit = self.peer.offered_packet_bytes() as usize;
             for len in packetise(bytes, unit) {
                 self.peer.handle_media(now, &vec![0u8; len]);
@@ -165,9 +184,10 @@ mod tests {
             fps: 30.0,
             keyframe_interval: Duration::from_secs(2),
             keyframe_ratio: 8.0,
+            keyframe_budget: false,
         };
         let bps = 300_000.0;
-        let sizes: Vec<usize> = (0..60).map(|k| v.frame_bytes(k, bps)).collect();
+        let sizes: Vec<usize> = (0..60).map(|k| v.frame_bytes(k, bps, None)).collect();
         let total: usize = sizes.iter().sum();
         // 2 s at 300 kbit/s is 75 000 bytes (rounding per frame).
         assert!((total as i64 - 75_000).abs() <= 60, "{total}");
@@ -175,13 +195,43 @@ mod tests {
         assert!(sizes[1..].iter().all(|&s| s == sizes[1]));
         // Eight times the others, within their rounding.
         assert!(sizes[0].abs_diff(8 * sizes[1]) <= 4, "{sizes:?}");
-        assert_eq!(v.frame_bytes(60, bps), sizes[0]);
+        assert_eq!(v.frame_bytes(60, bps, None), sizes[0]);
         // One frame a keyframe interval: every frame the rate's share.
         let every = VideoParams {
             keyframe_interval: Duration::from_millis(10),
             ..v
         };
-        assert_eq!(every.frame_bytes(7, bps), 1250);
+        assert_eq!(every.frame_bytes(7, bps, None), 1250);
+    }
+
+    #[test]
+    fn a_budget_shrinks_the_keyframe_and_the_interval_keeps_the_rate() {
+        let v = VideoParams {
+            fps: 30.0,
+            keyframe_interval: Duration::from_secs(2),
+            keyframe_ratio: 8.0,
+            keyframe_budget: true,
+        };
+        let bps = 300_000.0;
+        let free = v.frame_bytes(0, bps, None);
+        // A budget above the keyframe changes nothing.
+        for k in [0, 1, 59] {
+            assert_eq!(
+                v.frame_bytes(k, bps, Some(free + 1)),
+                v.frame_bytes(k, bps, None)
+            );
+        }
+        let total = |budget| -> usize { (0..60).map(|k| v.frame_bytes(k, bps, budget)).sum() };
+        for budget in [6000, 3000] {
+            let key = v.frame_bytes(0, bps, Some(budget));
+            assert!(key.abs_diff(budget) <= 1, "{budget}: {key}");
+            assert!(v.frame_bytes(1, bps, Some(budget)) > v.frame_bytes(1, bps, None));
+            assert!(total(Some(budget)).abs_diff(75_000) <= 60, "{budget}");
+        }
+        // Not under one frame's share: every frame alike.
+        let flat = v.frame_bytes(0, bps, Some(100));
+        assert_eq!(flat, 1250);
+        assert_eq!(v.frame_bytes(1, bps, Some(100)), 1250);
     }
 
     #[test]

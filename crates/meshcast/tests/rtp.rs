@@ -71,11 +71,21 @@ fn free_ports(n: usize, tcp: bool) -> Vec<u16> {
 
 /// The value of metric `name` on the metrics page at `port`.
 fn metric(port: u16, name: &str) -> Option<f64> {
+    metric_in(&metrics_page(port)?, name)
+}
+
+/// The node's metrics endpoint's page (one request: its values belong
+/// together).
+fn metrics_page(port: u16) -> Option<String> {
     let mut http = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .ok()?;
     let mut page = String::new();
     http.read_to_string(&mut page).ok()?;
+    Some(page)
+}
+
+fn metric_in(page: &str, name: &str) -> Option<f64> {
     page.lines()
         .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
 }
@@ -252,6 +262,17 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     assert_eq!(
         metric(metrics_port, "meshcast_offered_packet_bytes"),
         Some(1400.0)
+    );
+    // And the largest frame that arrives in time: the path takes nothing
+    // to speak of, so what the offered rate sends in the delay bound less
+    // the delay guard's margin, 200 - 40 ms.
+    let page = metrics_page(metrics_port).expect("the metrics endpoint answers");
+    let bytes =
+        metric_in(&page, "meshcast_offered_rate_bits_per_second").expect("the offered rate") / 8.0;
+    let frame = metric_in(&page, "meshcast_offered_frame_bytes").expect("the frame budget");
+    assert!(
+        (frame - bytes * 0.16).abs() <= bytes * 0.002 + 1.0,
+        "{frame} bytes at {bytes} bytes/s"
     );
     // The receiver listens before anything is sent (the stream carries its
     // decoder configuration in band, so this SDP is all it needs). It

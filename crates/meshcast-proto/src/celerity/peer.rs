@@ -2059,7 +2059,7 @@ pub struct CelerityPeer {
     /// then).
     last_gap: Option<Duration>,
     /// The rate and packet size last reported to the application.
-    last_offered: Option<(Rate, u32)>,
+    last_offered: Option<(Rate, u32, u32)>,
     /// Whether the source paces to its heads' buckets
     /// ([`CelerityParams::pace_to_heads`], resolved for the conference's
     /// size).
@@ -3676,13 +3676,18 @@ impl CelerityPeer {
         }
         self.decide_size(now);
         if self.app.is_some() {
-            let offer = (self.offered_rate(), self.offered_packet_bytes());
+            let offer = (
+                self.offered_rate(),
+                self.offered_packet_bytes(),
+                self.offered_frame_bytes(),
+            );
             if self.last_offered != Some(offer) {
                 self.last_offered = Some(offer);
                 self.events.push_back(Event::RateOffered {
                     flow: self.cfg.flows[self.me],
                     rate: offer.0,
                     packet_bytes: offer.1,
+                    frame_bytes: offer.2,
                 });
             }
         }
@@ -3747,6 +3752,44 @@ impl CelerityPeer {
             }
         };
         let fanout = self.cfg.params.size_fanout;
+        self.longest_path(trees, |tree, i, u, m| {
+            let own = per_byte(u, m)?;
+            let mut sum = own;
+            if fanout {
+                for j in copies_before(tree, i) {
+                    sum += per_byte(u, tree.occ[j].0)?.min(own);
+                }
+            }
+            Some(sum)
+        })
+    }
+
+    /// The longest propagation delay from the source to a member over
+    /// `trees` (those with at least [`SIZE_TREE_SHARE`] of their summed
+    /// rate), seconds: the sum over a path's links of their one-way base
+    /// delays, as this peer measures its own links and the link-state
+    /// reports give the others. `None` while a link on them has not been
+    /// measured.
+    fn longest_path_delay(&self, trees: &[(Tree, f64)]) -> Option<f64> {
+        self.longest_path(trees, |_, _, u, m| {
+            if u == self.me {
+                self.outgoing[m].one_way_secs()
+            } else {
+                self.src.reported_at[u * self.n + m]?;
+                Some(self.src.delays[u * self.n + m].as_secs_f64())
+            }
+        })
+    }
+
+    /// The largest sum of `hop(tree, i, u, m)` over the links `u → m` of a
+    /// path from the source to the member at `tree.occ[i]`, over `trees`
+    /// (those with at least [`SIZE_TREE_SHARE`] of their summed rate);
+    /// `None` if `hop` is for any of them.
+    fn longest_path(
+        &self,
+        trees: &[(Tree, f64)],
+        hop: impl Fn(&Tree, usize, usize, usize) -> Option<f64>,
+    ) -> Option<f64> {
         let mut longest = 0.0f64;
         let least = SIZE_TREE_SHARE * trees.iter().map(|&(_, r)| r).sum::<f64>();
         for (tree, _) in trees.iter().filter(|&&(_, r)| r > 0.0 && r >= least) {
@@ -3754,20 +3797,42 @@ impl CelerityPeer {
                 let mut sum = 0.0;
                 let mut i = start;
                 while let (m, Some(p)) = tree.occ[i] {
-                    let u = tree.occ[p].0;
-                    let own = per_byte(u, m)?;
-                    sum += own;
-                    if fanout {
-                        for j in copies_before(tree, i) {
-                            sum += per_byte(u, tree.occ[j].0)?.min(own);
-                        }
-                    }
+                    sum += hop(tree, i, tree.occ[p].0, m)?;
                     i = p;
                 }
                 longest = longest.max(sum);
             }
         }
         Some(longest)
+    }
+
+    /// The largest frame, media bytes handed over at once, that this
+    /// peer's session can carry to its farthest member within the delay
+    /// bound: what the session's rate sends in the bound less the delay
+    /// guard's margin ([`CelerityParams::late_margin`], room for the
+    /// queues) less the longest propagation over its trees, at least one
+    /// packet of [`CelerityPeer::offered_packet_bytes`]. An encoder that
+    /// keeps its keyframes within it (x264's VBV buffer, libvpx's
+    /// `max-intra-rate`) has them arrive whole where a larger keyframe's
+    /// last units come late: its bytes leave the session's bottleneck no
+    /// faster than the session's share of it (docs/celerity.md, "The
+    /// frame budget"). Before the trees are measured, the longest of this
+    /// peer's own links stands for the path.
+    pub fn offered_frame_bytes(&self) -> u32 {
+        let packet = self.offered_packet_bytes();
+        let trees = self.src.schedule.trees();
+        let longest = (!trees.is_empty())
+            .then(|| self.longest_path_delay(trees))
+            .flatten()
+            .unwrap_or_else(|| {
+                self.others()
+                    .into_iter()
+                    .filter_map(|m| self.outgoing[m].one_way_secs())
+                    .fold(0.0, f64::max)
+            });
+        let slack = self.forecast_limit() - longest;
+        let bytes = self.src.rate_kbps.max(0.0) * 1e3 / 8.0 * slack.max(0.0);
+        (bytes.min(f64::from(u32::MAX)) as u32).max(packet)
     }
 
     /// The most media bytes a packet of this peer's session should carry

@@ -3274,3 +3274,95 @@ fn the_packet_size_counts_the_copies_sent_before() {
         .collect();
     assert_eq!(to, vec![r.cfg.participants[2], r.cfg.participants[3]]);
 }
+
+/// The frame budget: the session's rate over the delay bound less the
+/// delay guard's margin less the longest propagation over its trees (the
+/// trees with a real share of the rate; relayed hops as their tails
+/// reported them), at least one packet; before a counted tree's links are
+/// all measured, the longest of the source's own links stands for the
+/// path.
+#[test]
+fn the_frame_budget_is_the_rate_over_the_farthest_members_slack() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    for v in [1, 2] {
+        p.present[v] = true;
+    }
+    p.src.rate_kbps = 240.0;
+    // 0 → 1 takes 10 ms, 0 → 2 30 ms.
+    p.outgoing[1].rtt_min.sample(Time::ZERO, 0.020);
+    p.outgoing[2].rtt_min.sample(Time::ZERO, 0.060);
+    let near = |p: &CelerityPeer, bytes: f64| {
+        let got = p.offered_frame_bytes();
+        assert!(
+            (f64::from(got) - bytes).abs() <= 1.0,
+            "{got} against {bytes}"
+        );
+    };
+    // 30 000 bytes a second over 200 - 40 - 30 ms.
+    near(&p, 3900.0);
+    let star = Tree {
+        occ: vec![(0, None), (1, Some(0)), (2, Some(0))],
+    };
+    let chain = Tree {
+        occ: vec![(0, None), (1, Some(0)), (2, Some(1))],
+    };
+    p.src
+        .schedule
+        .set_trees(vec![(star.clone(), 200.0), (chain.clone(), 40.0)]);
+    // 1 → 2 not reported yet: the own links stand in.
+    near(&p, 3900.0);
+    // Reported at 70 ms: the chain's 10 + 70 ms.
+    p.src.delays[3 + 2] = Duration::from_millis(70);
+    p.src.reported_at[3 + 2] = Some(Time::ZERO);
+    near(&p, 30_000.0 * 0.080);
+    // A thin chain (under `SIZE_TREE_SHARE` of the rate) does not count.
+    p.src.schedule.set_trees(vec![(star, 236.0), (chain, 4.0)]);
+    near(&p, 3900.0);
+    // Half the rate, half the bytes.
+    p.src.rate_kbps = 120.0;
+    near(&p, 1950.0);
+    // Past the bound (or no rate): one packet.
+    p.outgoing[2].rtt_min.sample(Time::ZERO, 0.400);
+    p.outgoing[2].rtt_min = Default::default();
+    p.outgoing[2].rtt_min.sample(Time::ZERO, 0.400);
+    assert_eq!(p.offered_frame_bytes(), p.offered_packet_bytes());
+    p.src.rate_kbps = 0.0;
+    assert_eq!(p.offered_frame_bytes(), p.offered_packet_bytes());
+}
+
+/// A source carrying application media tells its application the frame
+/// budget with the rate and the packet size (`Event::RateOffered`), and
+/// again whenever it changes.
+#[test]
+fn the_offer_carries_the_frame_budget() {
+    let mut peers = app_media_peers(3, 300.0);
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut now = Time::ZERO;
+    let mut offers = Vec::new();
+    while now < Time::from_secs(8) {
+        step_over(&mut peers, &mut inflight, now, &mut events, |_| {
+            Duration::from_millis(20)
+        });
+        for (i, e) in events.drain(..) {
+            match e {
+                Event::RateOffered {
+                    rate, frame_bytes, ..
+                } if i == 0 => offers.push((rate, frame_bytes)),
+                _ => {}
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    assert!(offers.len() > 3, "{offers:?}");
+    // Each offer's budget is what the source said at that moment; at the
+    // end, its rate over 200 - 40 ms less 20 or 40 ms of path.
+    let &(rate, frame) = offers.last().unwrap();
+    assert_eq!(frame, peers[0].offered_frame_bytes());
+    let bytes = rate.as_bps() as f64 / 8.0;
+    let f = f64::from(frame);
+    assert!(
+        f >= bytes * 0.119 && f <= bytes * 0.141,
+        "{frame} at {rate:?}"
+    );
+}
