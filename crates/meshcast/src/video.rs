@@ -178,14 +178,19 @@ impl Endpoint for VideoApp {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_keyframe_interval_carries_the_rate_and_its_keyframe_the_ratio() {
-        let v = VideoParams {
+    /// 30 frames a second, a keyframe of eight frames' size every 2 s.
+    fn eight_every_two_s(keyframe_budget: bool) -> VideoParams {
+        VideoParams {
             fps: 30.0,
             keyframe_interval: Duration::from_secs(2),
             keyframe_ratio: 8.0,
-            keyframe_budget: false,
-        };
+            keyframe_budget,
+        }
+    }
+
+    #[test]
+    fn a_keyframe_interval_carries_the_rate_and_its_keyframe_the_ratio() {
+        let v = eight_every_two_s(false);
         let bps = 300_000.0;
         let sizes: Vec<usize> = (0..60).map(|k| v.frame_bytes(k, bps, None)).collect();
         let total: usize = sizes.iter().sum();
@@ -206,12 +211,7 @@ mod tests {
 
     #[test]
     fn a_budget_shrinks_the_keyframe_and_the_interval_keeps_the_rate() {
-        let v = VideoParams {
-            fps: 30.0,
-            keyframe_interval: Duration::from_secs(2),
-            keyframe_ratio: 8.0,
-            keyframe_budget: true,
-        };
+        let v = eight_every_two_s(true);
         let bps = 300_000.0;
         let free = v.frame_bytes(0, bps, None);
         // A budget above the keyframe changes nothing.

@@ -3322,7 +3322,6 @@ fn the_frame_budget_is_the_rate_over_the_farthest_members_slack() {
     p.src.rate_kbps = 120.0;
     near(&p, 1950.0);
     // Past the bound (or no rate): one packet.
-    p.outgoing[2].rtt_min.sample(Time::ZERO, 0.400);
     p.outgoing[2].rtt_min = Default::default();
     p.outgoing[2].rtt_min.sample(Time::ZERO, 0.400);
     assert_eq!(p.offered_frame_bytes(), p.offered_packet_bytes());
