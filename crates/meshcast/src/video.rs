@@ -4,7 +4,10 @@
 //! each frame's bytes sized from the rate the overlay offers at that
 //! moment and handed to the peer as application media, packetised as an
 //! RTP payloader does (full units of the packet size the peer offers,
-//! at most `media_bytes`, then the rest).
+//! at most `media_bytes`, then the rest). With `keyframe_budget` its
+//! keyframes stay within the largest frame the peer offers
+//! ([`CelerityPeer::offered_frame_bytes`]; docs/celerity.md, "The frame
+//! budget").
 //!
 //! The built-in source sends packets evenly at the session's rate; real
 //! video comes in frames, and a keyframe is a burst several frames long

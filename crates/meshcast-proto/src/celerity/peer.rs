@@ -2058,7 +2058,8 @@ pub struct CelerityPeer {
     /// The gap after the last media packet sent (its size at the rate
     /// then).
     last_gap: Option<Duration>,
-    /// The rate and packet size last reported to the application.
+    /// The rate, packet size and frame budget last reported to the
+    /// application.
     last_offered: Option<(Rate, u32, u32)>,
     /// Whether the source paces to its heads' buckets
     /// ([`CelerityParams::pace_to_heads`], resolved for the conference's
@@ -3784,7 +3785,7 @@ impl CelerityPeer {
     /// The largest sum of `hop(tree, i, u, m)` over the links `u → m` of a
     /// path from the source to the member at `tree.occ[i]`, over `trees`
     /// (those with at least [`SIZE_TREE_SHARE`] of their summed rate);
-    /// `None` if `hop` is for any of them.
+    /// `None` if `hop` is `None` for any link of them.
     fn longest_path(
         &self,
         trees: &[(Tree, f64)],
