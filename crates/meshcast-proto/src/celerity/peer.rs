@@ -4086,26 +4086,20 @@ impl CelerityPeer {
                 self.counters.bundled_units += units as u64;
                 bundle
             }
-            Some(app) if !padding => {
-                let unit = app.queue.pop_front().map(|(_, u)| u).unwrap_or_default();
-                self.events.push_back(Event::FlowSent {
-                    flow,
-                    payload_bytes: unit.len() as u32,
-                });
-                unit
-            }
+            Some(app) if !padding => app.queue.pop_front().map(|(_, u)| u).unwrap_or_default(),
             _ => {
                 let mut synthetic = std::mem::take(&mut self.media);
                 synthetic.resize(media as usize, 0);
-                if !padding {
-                    self.events.push_back(Event::FlowSent {
-                        flow,
-                        payload_bytes: synthetic.len() as u32,
-                    });
-                }
                 synthetic
             }
         };
+        // A bundle reported each of its units above.
+        if !padding && units == 1 {
+            self.events.push_back(Event::FlowSent {
+                flow,
+                payload_bytes: payload.len() as u32,
+            });
+        }
         // In the tree's order: the packet size counts the wait of each
         // copy behind those before it (`copies_before`).
         for child in tree.children(0) {
@@ -4184,15 +4178,17 @@ impl CelerityPeer {
         self.cfg.params.burst > 1.0 && self.credit_level(now, 0.0) >= self.largest[self.me]
     }
 
-    /// Report a data packet of session `m` sent at `origin_ts_us` (its
-    /// source's clock) dropped at `now` for `cause`: one drop for each of
-    /// the application's units it carries (`units`, see
-    /// [`wire::media_units`]), as the source reported each sent.
-    fn dropped(&mut self, now: Time, m: usize, origin_ts_us: u32, cause: DropCause, units: usize) {
-        for _ in 0..units {
+    /// Report a data packet (`header` and its `media`) dropped at `now`
+    /// for `cause`: one drop of its session's flow for each of the
+    /// application's units it carries ([`wire::media_units`]), as the
+    /// source reported each sent, dated from its origin time.
+    fn dropped(&mut self, now: Time, header: &DataHeader, media: &[u8], cause: DropCause) {
+        let flow = self.cfg.flows[usize::from(header.session)];
+        let sent_at = sent_at(now, age_since(now, header.origin_ts_us));
+        for _ in 0..wire::media_units(header, media) {
             self.events.push_back(Event::FlowDropped {
-                flow: self.cfg.flows[m],
-                sent_at: sent_at(now, age_since(now, origin_ts_us)),
+                flow,
+                sent_at,
                 cause,
             });
         }
@@ -4214,8 +4210,7 @@ impl CelerityPeer {
         let m = usize::from(header.session);
         if !self.link_up(v, now) {
             self.counters.shaped += 1;
-            let units = wire::media_units(header, payload);
-            self.dropped(now, m, header.origin_ts_us, DropCause::LinkDown, units);
+            self.dropped(now, header, payload, DropCause::LinkDown);
             return;
         }
         let media = payload.len() as f64;
@@ -4232,8 +4227,7 @@ impl CelerityPeer {
         if tokens < media {
             o.bucket[m] = (tokens, now);
             self.counters.shaped += 1;
-            let units = wire::media_units(header, payload);
-            self.dropped(now, m, header.origin_ts_us, DropCause::Policed, units);
+            self.dropped(now, header, payload, DropCause::Policed);
             return;
         }
         o.bucket[m] = (tokens - media, now);
@@ -4707,8 +4701,7 @@ impl CelerityPeer {
         let age = age_since(now, header.origin_ts_us);
         if age > self.cfg.params.delay_bound {
             self.counters.late += 1;
-            let units = wire::media_units(&header, media);
-            self.dropped(now, m, header.origin_ts_us, DropCause::Late, units);
+            self.dropped(now, &header, media, DropCause::Late);
             return;
         }
         if !s.first_time(header.media_seq) {
