@@ -259,14 +259,14 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     }
     // Beside the rate, the packet size for the session's paths: loopback
     // serialises nothing to speak of, so full units.
+    let page = metrics_page(metrics_port).expect("the metrics endpoint answers");
     assert_eq!(
-        metric(metrics_port, "meshcast_offered_packet_bytes"),
+        metric_in(&page, "meshcast_offered_packet_bytes"),
         Some(1400.0)
     );
     // And the largest frame that arrives in time: the path takes nothing
     // to speak of, so what the offered rate sends in the delay bound less
     // the delay guard's margin, 200 - 40 ms.
-    let page = metrics_page(metrics_port).expect("the metrics endpoint answers");
     let bytes =
         metric_in(&page, "meshcast_offered_rate_bits_per_second").expect("the offered rate") / 8.0;
     let frame = metric_in(&page, "meshcast_offered_frame_bytes").expect("the frame budget");

@@ -988,13 +988,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    #[test]
-    fn data_round_trip() {
-        let link = LinkHeader {
-            hop_seq: 65535,
-            hop_ts_us: 123_456,
-        };
-        let header = DataHeader {
+    /// A header of session 3 with one tree entry and no flags.
+    fn one_entry_header() -> DataHeader {
+        DataHeader {
             session: 3,
             media_seq: 7,
             origin_ts_us: 99,
@@ -1009,7 +1005,16 @@ mod tests {
             burst_wait_us: 0,
             queued_us: 0,
             bundle: false,
+        }
+    }
+
+    #[test]
+    fn data_round_trip() {
+        let link = LinkHeader {
+            hop_seq: 65535,
+            hop_ts_us: 123_456,
         };
+        let header = one_entry_header();
         let mut ctl = Vec::new();
         emit_control(
             &Control::RateUpdate {
@@ -1220,20 +1225,8 @@ mod tests {
             hop_ts_us: 4,
         };
         let header = DataHeader {
-            session: 2,
-            media_seq: 9,
-            origin_ts_us: 10,
-            uprime: 0.5,
-            relay_side: 0b100,
-            recv_side: 0b100,
-            entries: vec![TreeEntry {
-                member: 1,
-                children: 0b1001,
-            }],
-            padding: false,
-            burst_wait_us: 0,
-            queued_us: 0,
             bundle: true,
+            ..one_entry_header()
         };
         let units: [&[u8]; 3] = [b"a", &[7; 300], b"frame three"];
         let mut media = Vec::new();
