@@ -1737,6 +1737,11 @@ fn the_late_forecast_adds_the_subtree_below() {
     assert!((0.0..=0.015).contains(&below), "{below}");
 }
 
+/// The duplicate window (`SessionInfo::first_time`): a sequence is new
+/// once, whether it comes in order or reordered by up to `SEEN_WINDOW`
+/// below the highest; one further below counts as seen. The ring's slots
+/// that the highest passes over are free again, and a jump past the
+/// window forgets everything.
 #[test]
 fn duplicate_window() {
     let mut s = SessionInfo::default();
@@ -1746,7 +1751,24 @@ fn duplicate_window() {
     assert!(s.first_time(11));
     assert!(!s.first_time(11));
     assert!(s.first_time(200));
+    // 100 behind: new once (the 64-packet window of before refused it).
+    assert!(s.first_time(100));
     assert!(!s.first_time(100));
+    assert!(!s.first_time(12));
+    let mut s = SessionInfo::default();
+    for seq in 0..SEEN_WINDOW {
+        assert!(s.first_time(seq));
+    }
+    // Seq 0's slot, freed as the top passes.
+    assert!(s.first_time(SEEN_WINDOW));
+    assert!(!s.first_time(0), "a window below the top");
+    assert!(!s.first_time(1));
+    assert!(s.first_time(SEEN_WINDOW + 2));
+    assert!(s.first_time(SEEN_WINDOW + 1));
+    assert!(!s.first_time(2));
+    assert!(s.first_time(5 * SEEN_WINDOW));
+    assert!(s.first_time(5 * SEEN_WINDOW - 1));
+    assert!(!s.first_time(4 * SEEN_WINDOW));
 }
 
 #[test]
