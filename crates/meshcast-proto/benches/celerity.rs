@@ -50,6 +50,7 @@ fn data_packet(n: usize) -> Vec<u8> {
         burst_wait_us: 0,
         queued_us: 0,
         bundle: false,
+        ahead: false,
     };
     let mut control = Vec::new();
     let rates = (0..n as u8).map(|m| (m, 230_000)).collect();

@@ -1394,6 +1394,7 @@ fn receive_queued(
         burst_wait_us: 0,
         queued_us: queued_ms * 1000,
         bundle: false,
+        ahead: false,
     };
     let link = LinkHeader {
         hop_seq: seq as u16,
@@ -1499,6 +1500,7 @@ fn the_hops_queues_travel_with_the_copies() {
                 }],
                 queued_us,
                 bundle: false,
+                ahead: false,
                 ..first_packet_of_session_0()
             };
             let link = LinkHeader {
@@ -1874,6 +1876,7 @@ fn first_packet_of_session_0() -> DataHeader {
         burst_wait_us: 0,
         queued_us: 0,
         bundle: false,
+        ahead: false,
     }
 }
 
@@ -1917,6 +1920,7 @@ fn every_datagram_fits_a_1500_byte_mtu() {
             burst_wait_us: 100_000,
             queued_us: 100_000,
             bundle: false,
+            ahead: false,
             ..first_packet_of_session_0()
         };
         let mut sender = RepairSender::new(repair_symbol_len(n), 7);
@@ -2134,6 +2138,74 @@ fn the_tail_takes_the_burst_wait_off_its_queue_sample() {
     assert_eq!(hear(&mut p, 27.0, 0.0), 10.0);
 }
 
+/// Packets sent ahead (`CelerityParams::skip_ahead`): a tail leaves the
+/// queue sample of a data packet its source sent ahead of the rate out of
+/// its link's price where the packet's forecast has room for that queue
+/// again, and learns its base from it as from any other. The packets are
+/// 20 ms older than their one-way delay, and the peer is a leaf: a
+/// forecast of the delay plus 20 ms against a limit of 160 ms. Over a
+/// 20-ms base, a marked packet 10 ms over it and one 5 ms under it (the
+/// new base) leave no sample; the unmarked ones read 0, 10 and then 5 ms
+/// over the new base; a marked packet 85 ms over it, with 40 ms of room,
+/// is read. With the rule off every packet leaves its sample.
+#[test]
+fn a_tail_leaves_packets_sent_ahead_out_of_its_queue() {
+    let now = Time::from_secs(10);
+    let samples = |skip: bool| {
+        let mut c = cfg(3, 0);
+        c.params.skip_ahead = skip;
+        let mut p = CelerityPeer::new(c).unwrap();
+        p.present = vec![true; 3];
+        let from = p.cfg.participants[1];
+        let packets = [
+            (20, false),
+            (30, true),
+            (30, false),
+            (15, true),
+            (20, false),
+            (100, true),
+        ];
+        let mut got = Vec::new();
+        for (seq, &(owd_ms, ahead)) in packets.iter().enumerate() {
+            let header = DataHeader {
+                session: 1,
+                media_seq: seq as u32,
+                origin_ts_us: micros(now) - (owd_ms + 20) * 1000,
+                ahead,
+                ..first_packet_of_session_0()
+            };
+            let link = LinkHeader {
+                hop_seq: seq as u16,
+                hop_ts_us: micros(now) - owd_ms * 1000,
+            };
+            let before = p.incoming[1].qsamples.len();
+            p.handle_datagram(
+                now,
+                from,
+                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
+            );
+            let sample = p.incoming[1].qsamples.get(before);
+            got.push(sample.map(|q| (q * 1e3 * 1e3).round() / 1e3));
+        }
+        got
+    };
+    assert_eq!(
+        samples(true),
+        [Some(0.0), None, Some(10.0), None, Some(5.0), Some(85.0)]
+    );
+    assert_eq!(
+        samples(false),
+        [
+            Some(0.0),
+            Some(10.0),
+            Some(10.0),
+            Some(0.0),
+            Some(5.0),
+            Some(85.0)
+        ]
+    );
+}
+
 /// A peer reports every data packet it drops, with the session, when its
 /// source sent it and why: one older than the delay bound on arrival
 /// (late), one a child's link has no rate for (policed), one for a child
@@ -2165,6 +2237,7 @@ fn dropped_packets_are_reported_with_their_cause() {
         burst_wait_us: 0,
         queued_us: 0,
         bundle: false,
+        ahead: false,
     };
     let drops = |p: &mut CelerityPeer| {
         std::iter::from_fn(|| p.poll_event())
@@ -2219,6 +2292,7 @@ fn head_of_session_2(c: CelerityConfig, rate: f64) -> (CelerityPeer, DataHeader)
         burst_wait_us: 0,
         queued_us: 0,
         bundle: false,
+        ahead: false,
     };
     (p, header)
 }
@@ -2868,7 +2942,7 @@ fn tail_hears_waiting(
     *seq = seq.wrapping_add(1);
     let serialisation = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
     let delay = Duration::from_secs_f64((delay_ms + serialisation) / 1e3);
-    p.measure(1, sent + delay, link, data, wait_ms / 1e3);
+    p.measure(1, sent + delay, link, data, wait_ms / 1e3, None);
 }
 
 /// A tail's data base is the window's (docs/celerity.md, "The data base
@@ -3119,6 +3193,86 @@ fn a_keyframe_leaves_on_burst_credit_and_arrives_in_time() {
     }
 }
 
+/// Packets sent ahead (`DataHeader::ahead`): a keyframe of five units
+/// handed over at once every 2 s leaves on burst credit, and its source
+/// marks each unit after the first, which leaves with the units before it
+/// sooner after the one before than the session's rate spaces them. The
+/// first unit of each keyframe is not marked, nor are two units handed
+/// over a millisecond apart between keyframes (the second leaves on
+/// credit too, but not with its frame), nor padding, nor any packet with
+/// a burst of 1 (units leave at the rate), nor any of the built-in
+/// source's.
+#[test]
+fn a_source_marks_the_packets_it_sends_ahead_of_the_rate() {
+    // Every data packet peer 0 sent by its sequence number: (origin time,
+    // padding, ahead).
+    let sent = |burst: f64, app: bool| {
+        let mut peers = app_media_peers_bundling(2, 100.0, false);
+        peers[0].cfg.params.burst = burst;
+        if !app {
+            peers[0].app = None;
+        }
+        let mut inflight = Default::default();
+        let mut events = Vec::new();
+        let mut now = Time::ZERO;
+        let mut sent = std::collections::BTreeMap::new();
+        while now < Time::from_secs(20) {
+            let ms = now.as_nanos() / 1_000_000;
+            if app && ms >= 6000 && (ms % 1000 == 0 || ms % 2000 == 1001) {
+                // A keyframe of 0.4 s at the rate on the even seconds, two
+                // units apart on the odd ones.
+                let units = if ms % 2000 == 0 { 5 } else { 1 };
+                for k in 0..units {
+                    assert!(peers[0].handle_media(now, &[k; 1000]));
+                }
+            }
+            step_over(&mut peers, &mut inflight, now, &mut events, |_| {
+                Duration::from_millis(20)
+            });
+            for std::cmp::Reverse((_, from, _, bytes)) in inflight.iter() {
+                if let (0, Ok(Packet::Data { header, .. })) = (*from, wire::parse(bytes)) {
+                    sent.insert(
+                        header.media_seq,
+                        (header.origin_ts_us, header.padding, header.ahead),
+                    );
+                }
+            }
+            events.clear();
+            now += Duration::from_millis(1);
+        }
+        sent
+    };
+    let marked = sent(CelerityParams::default().burst, true);
+    let mut by_origin = std::collections::BTreeMap::<u32, Vec<bool>>::new();
+    for &(origin, padding, ahead) in marked.values() {
+        if padding {
+            assert!(!ahead);
+        } else {
+            by_origin.entry(origin).or_default().push(ahead);
+        }
+    }
+    let (mut keyframes, mut alone) = (0, 0);
+    for marks in by_origin.values() {
+        match marks.len() {
+            5 => {
+                assert_eq!(marks, &[false, true, true, true, true]);
+                keyframes += 1;
+            }
+            1 => {
+                assert_eq!(marks, &[false]);
+                alone += 1;
+            }
+            n => panic!("{n} units of one origin"),
+        }
+    }
+    assert_eq!((keyframes, alone), (7, 14));
+    for (burst, app) in [(1.0, true), (CelerityParams::default().burst, false)] {
+        let sent = sent(burst, app);
+        assert!(sent.len() > 40, "{}", sent.len());
+        assert!(sent.values().all(|&(_, _, ahead)| !ahead), "{burst} {app}");
+    }
+}
+
 /// Three peers on links of 20 ms that take `per_byte_us` µs a byte, each
 /// sending the built-in source at 60 kbit/s with `target` as
 /// `size_target`, for `secs`: the media bytes of every packet each
@@ -3289,6 +3443,7 @@ fn the_packet_size_counts_the_copies_sent_before() {
         burst_wait_us: 0,
         queued_us: 0,
         bundle: false,
+        ahead: false,
     };
     r.on_data(now, header, &[0u8; 1400]);
     let to: Vec<Addr> = std::iter::from_fn(|| r.poll_transmit(now))

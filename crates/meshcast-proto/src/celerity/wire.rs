@@ -95,6 +95,13 @@ pub struct DataHeader {
     /// been checked to hold whole units, at least one, none empty. Not per
     /// copy: relays and local loss recovery carry it as it came.
     pub bundle: bool,
+    /// The source sent the packet on burst credit, sooner after its last
+    /// packet than the session's rate spaces them (an application's frame
+    /// leaving in a burst): what it queues behind the packets just before
+    /// it is the burst's own queue, which the tails leave out of their
+    /// links' prices (docs/celerity.md, "Packets sent ahead"). Not per
+    /// copy: relays and local loss recovery carry it as it came.
+    pub ahead: bool,
 }
 
 impl DataHeader {
@@ -231,6 +238,9 @@ const ENTRIES_MASK: u8 = 0x1F;
 const ENTRIES_QUEUED: u8 = 0x80;
 /// In the entry-count byte: the media is a bundle ([`DataHeader::bundle`]).
 const ENTRIES_BUNDLE: u8 = 0x40;
+/// In the entry-count byte: the packet was sent ahead of the rate
+/// ([`DataHeader::ahead`]).
+const ENTRIES_AHEAD: u8 = 0x20;
 
 /// The bytes before each unit of a bundle (its length).
 pub const BUNDLE_PREFIX: usize = 2;
@@ -482,9 +492,6 @@ fn parse_after_link(
             let recv_side = mask(11 + mask_len);
             let mut o = 11 + 2 * mask_len;
             let count = rest[o];
-            if count & !(ENTRIES_MASK | ENTRIES_QUEUED | ENTRIES_BUNDLE) != 0 {
-                return Err(CelerityWireError::Invalid("entry count"));
-            }
             let n_entries = usize::from(count & ENTRIES_MASK);
             o += 1;
             if n_entries > MAX_PARTICIPANTS {
@@ -526,6 +533,7 @@ fn parse_after_link(
                 burst_wait_us,
                 queued_us,
                 bundle: count & ENTRIES_BUNDLE != 0,
+                ahead: count & ENTRIES_AHEAD != 0,
             };
             let control = parse_control(&rest[o..o + ctl_len])?;
             let media = &rest[o + ctl_len..];
@@ -917,6 +925,9 @@ fn emit_data_body(
     if header.bundle {
         count |= ENTRIES_BUNDLE;
     }
+    if header.ahead {
+        count |= ENTRIES_AHEAD;
+    }
     out.push(count);
     if !control.is_empty() {
         out.push(control.len() as u8);
@@ -1005,6 +1016,7 @@ mod tests {
             burst_wait_us: 0,
             queued_us: 0,
             bundle: false,
+            ahead: false,
         }
     }
 
@@ -1067,6 +1079,7 @@ mod tests {
             burst_wait_us: 0,
             queued_us: 0,
             bundle: false,
+            ahead: false,
         };
         let prefix = COMMON_HEADER_LEN + LINK_HEADER_LEN;
         let len =
@@ -1109,6 +1122,7 @@ mod tests {
                 burst_wait_us: 0,
                 queued_us: 0,
                 bundle: false,
+                ahead: false,
             };
             let bytes = emit_data_packet(link, &header, &[], &[]);
             let Ok(Packet::Data { header: h, .. }) = parse(&bytes) else {
@@ -1151,6 +1165,7 @@ mod tests {
             burst_wait_us,
             queued_us,
             bundle: false,
+            ahead: false,
         };
         let hello = [TLV_HELLO, 0];
         let times = [
@@ -1209,9 +1224,40 @@ mod tests {
             let cut = &bytes[..COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN];
             assert!(parse(cut).is_err());
         }
-        // The entry count's last flag bit is reserved.
-        let mut bytes = emit_data_packet(link, &header(0, 0), &[], b"media");
-        bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN - 1] |= 0x20;
+    }
+
+    /// A packet sent ahead of the rate carries the entry count's 0x20 and
+    /// no byte of its own; the flag comes back through a parse and local
+    /// loss recovery's coded form alike. Every bit of the entry count is
+    /// taken, and a count past the members' is refused whatever the flags.
+    #[test]
+    fn packets_sent_ahead_carry_a_flag() {
+        let link = LinkHeader {
+            hop_seq: 1,
+            hop_ts_us: 2,
+        };
+        let plain = DataHeader {
+            session: 1,
+            ..one_entry_header()
+        };
+        let ahead = DataHeader {
+            ahead: true,
+            ..plain.clone()
+        };
+        assert_eq!(ahead.len(), plain.len());
+        let bytes = emit_data_packet(link, &ahead, &[], b"media");
+        assert_eq!(
+            bytes.len(),
+            emit_data_packet(link, &plain, &[], b"media").len()
+        );
+        let body = &bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN..];
+        assert_eq!(body[DATA_FIXED_LEN - 1], 1 | ENTRIES_AHEAD);
+        assert!(matches!(parse(&bytes), Ok(Packet::Data { header, .. }) if header == ahead));
+        let mut coded = Vec::new();
+        emit_coded_data(&ahead, b"media", &mut coded);
+        assert_eq!(parse_coded_data(&coded).map(|(h, _)| h), Ok(ahead));
+        let mut bytes = emit_data_packet(link, &plain, &[], b"media");
+        bytes[COMMON_HEADER_LEN + LINK_HEADER_LEN + DATA_FIXED_LEN - 1] = 0x11 | ENTRIES_AHEAD;
         assert!(matches!(parse(&bytes), Err(CelerityWireError::Invalid(_))));
     }
 
@@ -1226,6 +1272,7 @@ mod tests {
         };
         let header = DataHeader {
             bundle: true,
+            ahead: false,
             ..one_entry_header()
         };
         let units: [&[u8]; 3] = [b"a", &[7; 300], b"frame three"];
@@ -1256,6 +1303,7 @@ mod tests {
         // Without the flag the same bytes are one unit.
         let plain = DataHeader {
             bundle: false,
+            ahead: false,
             ..header.clone()
         };
         assert_eq!(media_units(&plain, &media), 1);
@@ -1519,6 +1567,7 @@ mod tests {
             any::<bool>(),
             any::<u8>(),
             any::<u8>(),
+            any::<bool>(),
         )
             .prop_map(
                 |(
@@ -1532,6 +1581,7 @@ mod tests {
                     padding,
                     wait,
                     queued,
+                    ahead,
                 )| {
                     // Any finite, non-negative half-precision value.
                     let uprime = f16::from_bits(u & 0x7BFF).to_f32();
@@ -1548,6 +1598,7 @@ mod tests {
                         burst_wait_us: u32::from(wait) * WAIT_UNIT_US,
                         queued_us: u32::from(queued) * WAIT_UNIT_US,
                         bundle: false,
+                        ahead,
                     }
                 },
             )
