@@ -844,10 +844,10 @@ pub struct CelerityParams {
     /// byte up to twice, and the worst session loses 0.02 over nine
     /// neighbouring points (docs/celerity.md, "The burst's wait").
     pub burst_wait: bool,
-    /// Whether a tail leaves the queue samples of packets sent ahead of
-    /// their session's rate ([`DataHeader::ahead`]) out of its link's
-    /// price where the packet has room for its queue. Default `false`;
-    /// on Celerity's own trees only.
+    /// Whether a tail counts the queue sample of a packet sent ahead of
+    /// its session's rate ([`DataHeader::ahead`]) as no more than the
+    /// queue its frame met, where the packet has room for its queue.
+    /// Default `false`; on Celerity's own trees only.
     ///
     /// A source sends an application's frame on burst credit
     /// ([`burst`](Self::burst)), faster than its rate, and marks each of
@@ -855,25 +855,25 @@ pub struct CelerityParams {
     /// one before than the rate spaces them (whatever this setting: the
     /// mark costs no byte). Such a packet queues behind its frame's
     /// packets before it, a queue of the session's own making that the
-    /// gaps between frames drain. With the rule a tail leaves such a
-    /// sample out where the packet's forecast (its age and the way below
-    /// it, as [`late_forecast`](Self::late_forecast) has it) leaves room
-    /// for that queue once more under the forecast's limit (the delay
-    /// bound less the delay guard's margin); a burst whose queue eats
-    /// into the slack is read. Units of other frames, the first packet of
-    /// each frame and every packet of other sessions are measured as
-    /// before, and the age guard and the hops' queued times count the
-    /// whole queue.
+    /// gaps between frames drain. With the rule a tail keeps, per
+    /// session, the queue sample of the last packet not marked (the first
+    /// of its frame: the queue the frame met), and counts a marked
+    /// packet's sample as the lower of its own and that one, where the
+    /// packet's forecast (its age and the way below it, as
+    /// [`late_forecast`](Self::late_forecast) has it) leaves room for its
+    /// queue once more under the forecast's limit (the delay bound less
+    /// the delay guard's margin); a burst whose queue eats into the slack
+    /// counts as measured. Every packet still leaves one sample, so the
+    /// link's mean weighs the sessions by their packets as before, and
+    /// the age guard and the hops' queued times count the whole queue.
     ///
     /// Over short, fast paths, where the frame budget lets keyframes be
     /// large and their queues priced the links as busier than they were,
-    /// it lifts video's worst session: the `fast` family with x264-like
-    /// video from 0.759 to 0.803 of its optimum, 0.765 to 0.816 on seeds
-    /// drawn after the rule was chosen. Elsewhere it is even or a little
-    /// worse (core seeds 31–60 with the simulator's default video −0.013),
-    /// and some fat sessions fall by a tenth (C's on `peer-dynamics.toml`
-    /// with video, 0.84 to 0.75 of its optimum) by a mechanism not traced,
-    /// so it stays off by default (docs/celerity.md, "Packets sent ahead").
+    /// it lifts video's worst session (the `fast` family with x264-like
+    /// video from 0.759 to 0.816 of its optimum); elsewhere it is even,
+    /// with up to three times the late drops on core sets with the
+    /// simulator's default video, so it stays off by default
+    /// (docs/celerity.md, "Packets sent ahead").
     pub skip_ahead: bool,
     /// Whether the floor's order (see `floor_order` and
     /// [`gain_floor`](Self::gain_floor)) also reaches the rivals of the
@@ -1691,6 +1691,21 @@ fn balance_moves(shares: &[Share], step: f64) -> Vec<f64> {
     moves
 }
 
+/// How a data packet's queue sample counts in its link's price (see
+/// [`CelerityParams::skip_ahead`]).
+#[derive(Clone, Copy, Debug)]
+enum Sample {
+    /// As measured: control, repairs, and data with the rule off.
+    Plain,
+    /// A data packet of this session not sent ahead, the first of its
+    /// frame: as measured, and the queue its frame met.
+    FrameStart(usize),
+    /// A data packet of `session` sent ahead of the rate, whose forecast
+    /// leaves `room` (seconds) under its limit: a sample within the room
+    /// counts as no more than the queue its frame met.
+    Ahead { session: usize, room: f64 },
+}
+
 /// The link from another member into this peer (this peer is its tail).
 #[derive(Clone, Debug)]
 struct Incoming {
@@ -1711,6 +1726,10 @@ struct Incoming {
     /// their mean is the interval's queuing delay, their lower quartile
     /// the standing weight's (see [`CelerityParams::standing_ratio`]).
     qsamples: Vec<f64>,
+    /// Each session's last queue sample from a data packet not sent
+    /// ahead of its rate: the queue its current frame met (see
+    /// [`CelerityParams::skip_ahead`]).
+    frame_queue: [f64; MAX_PARTICIPANTS],
     /// The standing weight, smoothed.
     standing: f64,
     qdelay: f64,
@@ -2293,6 +2312,7 @@ impl CelerityPeer {
             longest: 0,
             long_at: None,
             qsamples: Vec::new(),
+            frame_queue: [0.0; MAX_PARTICIPANTS],
             standing: 1.0,
             qdelay: 0.0,
             qtrend: 0.0,
@@ -4582,10 +4602,9 @@ impl CelerityPeer {
     /// `burst_wait` (seconds; 0 but for data) is the head's estimate of the
     /// packet's wait behind the copies it sent just before (see
     /// [`CelerityParams::burst_wait`]): the queue sample loses it, the
-    /// base does not. `room` (seconds) is given for a packet sent ahead of
-    /// its session's rate (see [`CelerityParams::skip_ahead`]): a sample
-    /// no larger is left out, and the base learns from the packet all the
-    /// same. Returns the packet's
+    /// base does not. `sample` says how a data packet's sample counts
+    /// with [`CelerityParams::skip_ahead`]; the base learns from every
+    /// packet all the same. Returns the packet's
     /// one-way delay above the base, seconds, wait included (what it
     /// queued on the link: see [`CelerityParams::hop_queues`]).
     fn measure(
@@ -4595,7 +4614,7 @@ impl CelerityPeer {
         link: LinkHeader,
         data: Option<usize>,
         burst_wait: f64,
-        room: Option<f64>,
+        sample: Sample,
     ) -> f64 {
         let full = data.is_some();
         let inc = &mut self.incoming[u];
@@ -4658,10 +4677,19 @@ impl CelerityPeer {
         } else {
             base.excess(owd)
         };
-        let sample = (q - burst_wait).max(0.0);
-        if room.is_none_or(|r| sample > r) {
-            inc.qsamples.push(sample);
-        }
+        let measured = (q - burst_wait).max(0.0);
+        let counted = match sample {
+            Sample::Plain => measured,
+            Sample::FrameStart(m) => {
+                inc.frame_queue[m] = measured;
+                measured
+            }
+            Sample::Ahead { session, room } if measured <= room => {
+                measured.min(inc.frame_queue[session])
+            }
+            Sample::Ahead { .. } => measured,
+        };
+        inc.qsamples.push(counted);
         inc.last_ts = Some((link.hop_ts_us, now));
         q
     }
@@ -4966,7 +4994,7 @@ impl Endpoint for CelerityPeer {
         }
         match packet {
             Packet::Control { link, control } => {
-                self.measure(u, now, link, None, 0.0, None);
+                self.measure(u, now, link, None, 0.0, Sample::Plain);
                 for c in control {
                     self.on_control(u, now, c);
                 }
@@ -4991,11 +5019,21 @@ impl Endpoint for CelerityPeer {
                     age
                 };
                 let late = forecast_on && forecast > self.forecast_limit();
-                // A packet sent ahead (see `CelerityParams::skip_ahead`):
-                // the room its forecast leaves under the limit.
-                let room = (header.ahead && self.cfg.params.skip_ahead)
-                    .then(|| self.forecast_limit() - forecast);
-                let q = self.measure(u, now, link, Some(media.len()), wait, room);
+                // Packets sent ahead (see `CelerityParams::skip_ahead`):
+                // a frame's first packet sets the queue its frame met; the
+                // others count no more than that while their forecast
+                // has room for their queue once more.
+                let session = usize::from(header.session);
+                let sample = match (self.cfg.params.skip_ahead, header.ahead) {
+                    _ if session >= MAX_PARTICIPANTS => Sample::Plain,
+                    (false, _) => Sample::Plain,
+                    (true, false) => Sample::FrameStart(session),
+                    (true, true) => Sample::Ahead {
+                        session,
+                        room: self.forecast_limit() - forecast,
+                    },
+                };
+                let q = self.measure(u, now, link, Some(media.len()), wait, sample);
                 // The hops' queues (see `CelerityParams::hop_queues`): what
                 // the copy queued before this link and on it, which a
                 // relay passes on.
@@ -5034,7 +5072,7 @@ impl Endpoint for CelerityPeer {
                 self.on_data_packet(u, now, link.hop_seq, header, media);
             }
             Packet::Repair { link, symbol } => {
-                self.measure(u, now, link, Some(0), 0.0, None);
+                self.measure(u, now, link, Some(0), 0.0, Sample::Plain);
                 self.on_repair(u, now, symbol);
             }
         }

@@ -2138,18 +2138,21 @@ fn the_tail_takes_the_burst_wait_off_its_queue_sample() {
     assert_eq!(hear(&mut p, 27.0, 0.0), 10.0);
 }
 
-/// Packets sent ahead (`CelerityParams::skip_ahead`): a tail leaves the
-/// queue sample of a data packet its source sent ahead of the rate out of
-/// its link's price where the packet's forecast has room for that queue
-/// again, and learns its base from it as from any other. The packets are
-/// 20 ms older than their one-way delay, and the peer is a leaf: a
-/// forecast of the delay plus 20 ms against a limit of 160 ms. Over a
-/// 20-ms base, a marked packet 10 ms over it and one 5 ms under it (the
-/// new base) leave no sample; the unmarked ones read 0, 10 and then 5 ms
-/// over the new base; a marked packet 85 ms over it, with 40 ms of room,
-/// is read. With the rule off every packet leaves its sample.
+/// Packets sent ahead (`CelerityParams::skip_ahead`): a tail counts the
+/// queue sample of a data packet its source sent ahead of the rate as no
+/// more than the queue its frame's first packet met, where the packet's
+/// forecast has room for that queue once more, and learns its base from
+/// every packet. The packets are 20 ms older than their one-way delay,
+/// and the peer is a leaf: a forecast of the delay plus 20 ms against a
+/// limit of 160 ms. Over a 20-ms base: a frame that met no queue, whose
+/// second packet came 10 ms over the base, counts 0 for both; one that
+/// met 10 ms counts 10 for a second packet 15 ms over; a marked packet
+/// 5 ms under the base (the new base) counts 0 and leaves the frame's
+/// queue as it was; a frame that met 5 ms of the new base counts 5 for
+/// 13 ms; a marked packet 85 ms over, with 40 ms of room, counts as
+/// measured. With the rule off every sample counts as measured.
 #[test]
-fn a_tail_leaves_packets_sent_ahead_out_of_its_queue() {
+fn a_tail_counts_packets_sent_ahead_at_their_frames_queue() {
     let now = Time::from_secs(10);
     let samples = |skip: bool| {
         let mut c = cfg(3, 0);
@@ -2161,8 +2164,10 @@ fn a_tail_leaves_packets_sent_ahead_out_of_its_queue() {
             (20, false),
             (30, true),
             (30, false),
+            (35, true),
             (15, true),
             (20, false),
+            (28, true),
             (100, true),
         ];
         let mut got = Vec::new();
@@ -2178,31 +2183,21 @@ fn a_tail_leaves_packets_sent_ahead_out_of_its_queue() {
                 hop_seq: seq as u16,
                 hop_ts_us: micros(now) - owd_ms * 1000,
             };
-            let before = p.incoming[1].qsamples.len();
             p.handle_datagram(
                 now,
                 from,
                 &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
             );
-            let sample = p.incoming[1].qsamples.get(before);
-            got.push(sample.map(|q| (q * 1e3 * 1e3).round() / 1e3));
+            let q = p.incoming[1].qsamples.last().copied().unwrap();
+            got.push((q * 1e3 * 1e3).round() / 1e3);
         }
+        assert_eq!(p.incoming[1].qsamples.len(), packets.len());
         got
     };
-    assert_eq!(
-        samples(true),
-        [Some(0.0), None, Some(10.0), None, Some(5.0), Some(85.0)]
-    );
+    assert_eq!(samples(true), [0.0, 0.0, 10.0, 10.0, 0.0, 5.0, 5.0, 85.0]);
     assert_eq!(
         samples(false),
-        [
-            Some(0.0),
-            Some(10.0),
-            Some(10.0),
-            Some(0.0),
-            Some(5.0),
-            Some(85.0)
-        ]
+        [0.0, 10.0, 10.0, 15.0, 0.0, 5.0, 13.0, 85.0]
     );
 }
 
@@ -2942,7 +2937,7 @@ fn tail_hears_waiting(
     *seq = seq.wrapping_add(1);
     let serialisation = data.map_or(0.0, |len| 20.0 * len as f64 / 1400.0);
     let delay = Duration::from_secs_f64((delay_ms + serialisation) / 1e3);
-    p.measure(1, sent + delay, link, data, wait_ms / 1e3, None);
+    p.measure(1, sent + delay, link, data, wait_ms / 1e3, Sample::Plain);
 }
 
 /// A tail's data base is the window's (docs/celerity.md, "The data base
