@@ -130,7 +130,7 @@ pub(crate) struct RawConference {
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
     burst_wait: Option<bool>,
-    skip_ahead: Option<bool>,
+    ahead_at_frame: Option<bool>,
     floor_rivals: Option<bool>,
     hop_queues: Option<bool>,
     rival_share: Option<bool>,
@@ -369,8 +369,8 @@ pub(crate) fn check(
     if let Some(w) = raw.burst_wait {
         params.burst_wait = w;
     }
-    if let Some(a) = raw.skip_ahead {
-        params.skip_ahead = a;
+    if let Some(a) = raw.ahead_at_frame {
+        params.ahead_at_frame = a;
     }
     if let Some(r) = raw.floor_rivals {
         params.floor_rivals = r;

@@ -1718,7 +1718,7 @@ fn celerity_keyframes_within_the_frame_budget_take_the_rate() {
     assert!(worst < 0.8, "without the budget: {worst}");
 }
 
-/// Packets sent ahead (`conference.skip_ahead = true`; off by default) on
+/// Packets sent ahead (`conference.ahead_at_frame = true`; off by default) on
 /// a `fast` underlay (`random_underlay.py --family fast`, seed 27) with
 /// x264-like video: each frame leaves on burst credit, and the queues the
 /// frames make behind their own first packets, read as congestion,
@@ -1740,14 +1740,14 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
         d,
     );
     let file = d.join("fast/fast-27.toml").display().to_string();
-    let run = |skip: Option<&str>| {
+    let run = |rule: Option<&str>| {
         let sets = [
             "conference.video_fps=30",
             "conference.keyframe_interval_s=8.333",
             "conference.keyframe_ratio=4",
         ];
         let mut args = vec!["run", file.as_str(), "--json"];
-        for set in sets.into_iter().chain(skip) {
+        for set in sets.into_iter().chain(rule) {
             args.extend(["--set", set]);
         }
         let s: Value = serde_json::from_slice(&meshcast_ok(&args, d).stdout).unwrap();
@@ -1760,7 +1760,7 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
             .fold(0.0, f64::max);
         (worst_session(&s), loss)
     };
-    let ((worst, id), loss) = run(Some("conference.skip_ahead=true"));
+    let ((worst, id), loss) = run(Some("conference.ahead_at_frame=true"));
     assert!(worst >= 0.8 && loss <= 0.005, "{id}: {worst}, {loss}");
     let ((worst, id), _) = run(None);
     assert!(

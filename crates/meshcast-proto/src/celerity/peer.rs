@@ -874,7 +874,7 @@ pub struct CelerityParams {
     /// with up to three times the late drops on core sets with the
     /// simulator's default video, so it stays off by default
     /// (docs/celerity.md, "Packets sent ahead").
-    pub skip_ahead: bool,
+    pub ahead_at_frame: bool,
     /// Whether the floor's order (see `floor_order` and
     /// [`gain_floor`](Self::gain_floor)) also reaches the rivals of the
     /// sessions under the floor: the sessions above it whose cut crosses
@@ -1257,7 +1257,7 @@ impl Default for CelerityParams {
             reach_news: true,
             scale_in_windows: false,
             burst_wait: true,
-            skip_ahead: false,
+            ahead_at_frame: false,
             floor_rivals: true,
             hop_queues: true,
             rival_share: true,
@@ -1692,7 +1692,7 @@ fn balance_moves(shares: &[Share], step: f64) -> Vec<f64> {
 }
 
 /// How a data packet's queue sample counts in its link's price (see
-/// [`CelerityParams::skip_ahead`]).
+/// [`CelerityParams::ahead_at_frame`]).
 #[derive(Clone, Copy, Debug)]
 enum Sample {
     /// As measured: control, repairs, and data with the rule off.
@@ -1727,8 +1727,11 @@ struct Incoming {
     /// the standing weight's (see [`CelerityParams::standing_ratio`]).
     qsamples: Vec<f64>,
     /// Each session's last queue sample from a data packet not sent
-    /// ahead of its rate: the queue its current frame met (see
-    /// [`CelerityParams::skip_ahead`]).
+    /// ahead of its rate over this link: the queue its current frame met
+    /// (see [`CelerityParams::ahead_at_frame`]). A session whose frames
+    /// are spread over several trees may have sent its current frame's
+    /// first packet over another link; the sample is then an earlier
+    /// frame's.
     frame_queue: [f64; MAX_PARTICIPANTS],
     /// The standing weight, smoothed.
     standing: f64,
@@ -4259,7 +4262,7 @@ impl CelerityPeer {
     /// with the last packet's units (one frame), on burst credit, sooner
     /// after it than its gap at the rate. Only on Celerity's own trees,
     /// where the tails read the mark (see
-    /// [`CelerityParams::skip_ahead`]).
+    /// [`CelerityParams::ahead_at_frame`]).
     fn sent_ahead(&self, now: Time, origin: Time) -> bool {
         let rate_gap = self.src.rate_gap;
         self.app.is_some()
@@ -4603,10 +4606,10 @@ impl CelerityPeer {
     /// packet's wait behind the copies it sent just before (see
     /// [`CelerityParams::burst_wait`]): the queue sample loses it, the
     /// base does not. `sample` says how a data packet's sample counts
-    /// with [`CelerityParams::skip_ahead`]; the base learns from every
-    /// packet all the same. Returns the packet's
-    /// one-way delay above the base, seconds, wait included (what it
-    /// queued on the link: see [`CelerityParams::hop_queues`]).
+    /// with [`CelerityParams::ahead_at_frame`]; the base learns from every
+    /// packet all the same. Returns the packet's one-way delay above the
+    /// base, seconds, wait included (what it queued on the link: see
+    /// [`CelerityParams::hop_queues`]).
     fn measure(
         &mut self,
         u: usize,
@@ -5019,12 +5022,12 @@ impl Endpoint for CelerityPeer {
                     age
                 };
                 let late = forecast_on && forecast > self.forecast_limit();
-                // Packets sent ahead (see `CelerityParams::skip_ahead`):
+                // Packets sent ahead (see `CelerityParams::ahead_at_frame`):
                 // a frame's first packet sets the queue its frame met; the
                 // others count no more than that while their forecast
                 // has room for their queue once more.
                 let session = usize::from(header.session);
-                let sample = match (self.cfg.params.skip_ahead, header.ahead) {
+                let sample = match (self.cfg.params.ahead_at_frame, header.ahead) {
                     _ if session >= MAX_PARTICIPANTS => Sample::Plain,
                     (false, _) => Sample::Plain,
                     (true, false) => Sample::FrameStart(session),

@@ -2138,7 +2138,7 @@ fn the_tail_takes_the_burst_wait_off_its_queue_sample() {
     assert_eq!(hear(&mut p, 27.0, 0.0), 10.0);
 }
 
-/// Packets sent ahead (`CelerityParams::skip_ahead`): a tail counts the
+/// Packets sent ahead (`CelerityParams::ahead_at_frame`): a tail counts the
 /// queue sample of a data packet its source sent ahead of the rate as no
 /// more than the queue its frame's first packet met, where the packet's
 /// forecast has room for that queue once more, and learns its base from
@@ -2154,9 +2154,9 @@ fn the_tail_takes_the_burst_wait_off_its_queue_sample() {
 #[test]
 fn a_tail_counts_packets_sent_ahead_at_their_frames_queue() {
     let now = Time::from_secs(10);
-    let samples = |skip: bool| {
+    let samples = |on: bool| {
         let mut c = cfg(3, 0);
-        c.params.skip_ahead = skip;
+        c.params.ahead_at_frame = on;
         let mut p = CelerityPeer::new(c).unwrap();
         p.present = vec![true; 3];
         let from = p.cfg.participants[1];
