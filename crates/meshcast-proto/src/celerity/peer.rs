@@ -2017,10 +2017,9 @@ impl SessionInfo {
             if seq - top >= SEEN_WINDOW {
                 self.window.clear_all();
             } else {
-                for s in top + 1..seq {
+                for s in top + 1..=seq {
                     self.window.clear(s);
                 }
-                self.window.clear(seq);
             }
             self.top = Some(seq);
             self.window.mark(seq)
@@ -5021,7 +5020,8 @@ impl Endpoint for CelerityPeer {
                 } else {
                     age
                 };
-                let late = forecast_on && forecast > self.forecast_limit();
+                let limit = self.forecast_limit();
+                let late = forecast_on && forecast > limit;
                 // Packets sent ahead (see `CelerityParams::ahead_at_frame`):
                 // a frame's first packet sets the queue its frame met; the
                 // others count no more than that while their forecast
@@ -5033,7 +5033,7 @@ impl Endpoint for CelerityPeer {
                     (true, false) => Sample::FrameStart(session),
                     (true, true) => Sample::Ahead {
                         session,
-                        room: self.forecast_limit() - forecast,
+                        room: limit - forecast,
                     },
                 };
                 let q = self.measure(u, now, link, Some(media.len()), wait, sample);

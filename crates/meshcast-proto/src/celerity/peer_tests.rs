@@ -1396,15 +1396,22 @@ fn receive_queued(
         bundle: false,
         ahead: false,
     };
+    hear_from_1(peer, now, &header, 0);
+}
+
+/// `peer` hears `header` with 100 bytes of media from member 1 at `now`,
+/// stamped `hop_ts_us` by the link's head, the hop sequence the media
+/// sequence's.
+fn hear_from_1(peer: &mut CelerityPeer, now: Time, header: &DataHeader, hop_ts_us: u32) {
     let link = LinkHeader {
-        hop_seq: seq as u16,
-        hop_ts_us: 0,
+        hop_seq: header.media_seq as u16,
+        hop_ts_us,
     };
     let from = peer.cfg.participants[1];
     peer.handle_datagram(
         now,
         from,
-        &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
+        &wire::emit_data_packet(link, header, &[], &[0u8; 100]),
     );
 }
 
@@ -1500,19 +1507,9 @@ fn the_hops_queues_travel_with_the_copies() {
                 }],
                 queued_us,
                 bundle: false,
-                ahead: false,
                 ..first_packet_of_session_0()
             };
-            let link = LinkHeader {
-                hop_seq: seq as u16,
-                hop_ts_us: micros(now) - owd_ms * 1000,
-            };
-            let from = p.cfg.participants[1];
-            p.handle_datagram(
-                now,
-                from,
-                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
-            );
+            hear_from_1(&mut p, now, &header, micros(now) - owd_ms * 1000);
             let to_2 = p.cfg.participants[2];
             let copies: Vec<u32> = std::iter::from_fn(|| p.poll_transmit(now))
                 .filter(|t| t.to == to_2)
@@ -2159,7 +2156,6 @@ fn a_tail_counts_packets_sent_ahead_at_their_frames_queue() {
         c.params.ahead_at_frame = on;
         let mut p = CelerityPeer::new(c).unwrap();
         p.present = vec![true; 3];
-        let from = p.cfg.participants[1];
         let packets = [
             (20, false),
             (30, true),
@@ -2179,15 +2175,7 @@ fn a_tail_counts_packets_sent_ahead_at_their_frames_queue() {
                 ahead,
                 ..first_packet_of_session_0()
             };
-            let link = LinkHeader {
-                hop_seq: seq as u16,
-                hop_ts_us: micros(now) - owd_ms * 1000,
-            };
-            p.handle_datagram(
-                now,
-                from,
-                &wire::emit_data_packet(link, &header, &[], &[0u8; 100]),
-            );
+            hear_from_1(&mut p, now, &header, micros(now) - owd_ms * 1000);
             let q = p.incoming[1].qsamples.last().copied().unwrap();
             got.push((q * 1e3 * 1e3).round() / 1e3);
         }

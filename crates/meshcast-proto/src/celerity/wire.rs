@@ -95,12 +95,13 @@ pub struct DataHeader {
     /// been checked to hold whole units, at least one, none empty. Not per
     /// copy: relays and local loss recovery carry it as it came.
     pub bundle: bool,
-    /// The source sent the packet on burst credit, sooner after its last
-    /// packet than the session's rate spaces them (an application's frame
-    /// leaving in a burst): what it queues behind the packets just before
-    /// it is the burst's own queue, which the tails leave out of their
-    /// links' prices (docs/celerity.md, "Packets sent ahead"). Not per
-    /// copy: relays and local loss recovery carry it as it came.
+    /// The source sent the packet with its frame's units before it, on
+    /// burst credit, sooner after its last packet than the session's rate
+    /// spaces them (an application's frame leaving in a burst): what it
+    /// queues behind them is the frame's own queue, which tails with
+    /// `ahead_at_frame` count as no more than the queue the frame met
+    /// (docs/celerity.md, "Packets sent ahead"). Not per copy: relays and
+    /// local loss recovery carry it as it came.
     pub ahead: bool,
 }
 
@@ -1152,20 +1153,9 @@ mod tests {
         };
         let header = |burst_wait_us, queued_us| DataHeader {
             session: 1,
-            media_seq: 1,
-            origin_ts_us: 1,
-            uprime: 0.0625,
-            relay_side: 0b1011,
-            recv_side: 0b0101,
-            entries: vec![TreeEntry {
-                member: 2,
-                children: 0b1001,
-            }],
-            padding: false,
             burst_wait_us,
             queued_us,
-            bundle: false,
-            ahead: false,
+            ..one_entry_header()
         };
         let hello = [TLV_HELLO, 0];
         let times = [
