@@ -1769,6 +1769,51 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
     );
 }
 
+/// The simulated encoder skips a frame under the smallest unit a peer
+/// takes (`video.rs`, `packetise_skipping`): under 3.84 kbit/s, a unit
+/// of 16 bytes a frame at 30 frames a second, it lowers its frame rate.
+/// Before, each frame went out in at least one unit of 16 bytes, and a
+/// session whose rate fell under that (in the slow cores' start) kept
+/// units waiting at its source until they came late everywhere; the
+/// charges for its late packets then held it at nothing for the rest of
+/// the run. With x264-like video on `slow-28` and `slow-10`, every
+/// session's lowest receiver gets at least 1 kbit/s in each 10-s slice
+/// of [100,200] (measured at least 3.9 and 3.0; before, P3 and P6 got
+/// nothing from 40 s on: docs/celerity.md, "The encoder's floor").
+#[test]
+fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for seed in ["10", "28"] {
+        let next = (seed.parse::<u32>().unwrap() + 1).to_string();
+        python_ok(
+            "random_underlay.py",
+            &["--family", "slow", seed, next.as_str(), "slow"],
+            d,
+        );
+        let file = d
+            .join(format!("slow/slow-{seed}.toml"))
+            .display()
+            .to_string();
+        let mut args = vec!["run", file.as_str(), "--json"];
+        for set in [
+            "conference.video_fps=30",
+            "conference.keyframe_interval_s=8.333",
+            "conference.keyframe_ratio=4",
+        ] {
+            args.extend(["--set", set]);
+        }
+        let s: Value = serde_json::from_slice(&meshcast_ok(&args, d).stdout).unwrap();
+        for p in ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"] {
+            let series = recv_series(&s, p);
+            for slice in series[100..200].chunks(10) {
+                let mean = slice.iter().sum::<f64>() / 10.0;
+                assert!(mean >= 1.0, "slow-{seed}, {p}: {slice:?}");
+            }
+        }
+    }
+}
+
 /// The delay guard on a random underlay whose long path to one member
 /// makes the paper's standing queue late (scenarios/celerity/random-late.toml).
 /// With the guards (the default) the worst session loses at most 30% at its
