@@ -1778,8 +1778,9 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
 /// charges for its late packets then held it at nothing for the rest of
 /// the run. With x264-like video on `slow-28` and `slow-10`, every
 /// session's lowest receiver gets at least 1 kbit/s in each 10-s slice
-/// of [100,200] (measured at least 3.9 and 3.0; before, P3 and P6 got
-/// nothing from 40 s on: docs/celerity.md, "The encoder's floor").
+/// of [100,200] (measured at least 3.9 and 3.0; before, `slow-28`'s P3
+/// and `slow-10`'s P5 and P6 got next to nothing from about 40 s on:
+/// docs/celerity.md, "The encoder's floor").
 #[test]
 fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
     let dir = tempfile::tempdir().unwrap();
