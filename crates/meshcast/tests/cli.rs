@@ -1718,6 +1718,32 @@ fn celerity_keyframes_within_the_frame_budget_take_the_rate() {
     assert!(worst < 0.8, "without the budget: {worst}");
 }
 
+/// Writes underlay `seed` of `random_underlay.py --family FAMILY` into
+/// `dir`; its path.
+fn family_underlay(dir: &Path, family: &str, seed: u32) -> String {
+    let (from, to) = (seed.to_string(), (seed + 1).to_string());
+    python_ok(
+        "random_underlay.py",
+        &["--family", family, &from, &to, family],
+        dir,
+    );
+    let file = dir.join(format!("{family}/{family}-{seed}.toml"));
+    file.display().to_string()
+}
+
+/// Runs `file` with `--json`, video as x264 runs it for conferencing (30
+/// frames a second, a keyframe of four frames' size every 8.3 s:
+/// docs/celerity.md, "Bundles") and `sets`.
+fn x264_run(dir: &Path, file: &str, sets: &[&str]) -> Value {
+    let video = [
+        "conference.video_fps=30",
+        "conference.keyframe_interval_s=8.333",
+        "conference.keyframe_ratio=4",
+    ];
+    let sets: Vec<&str> = video.iter().chain(sets).copied().collect();
+    scenario_with_sets(dir, file, &sets)
+}
+
 /// Packets sent ahead (`conference.ahead_at_frame = true`; off by default) on
 /// a `fast` underlay (`random_underlay.py --family fast`, seed 27) with
 /// x264-like video: each frame leaves on burst credit, and the queues the
@@ -1733,24 +1759,9 @@ fn celerity_keyframes_within_the_frame_budget_take_the_rate() {
 #[test]
 fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    python_ok(
-        "random_underlay.py",
-        &["--family", "fast", "27", "28", "fast"],
-        d,
-    );
-    let file = d.join("fast/fast-27.toml").display().to_string();
-    let run = |rule: Option<&str>| {
-        let sets = [
-            "conference.video_fps=30",
-            "conference.keyframe_interval_s=8.333",
-            "conference.keyframe_ratio=4",
-        ];
-        let mut args = vec!["run", file.as_str(), "--json"];
-        for set in sets.into_iter().chain(rule) {
-            args.extend(["--set", set]);
-        }
-        let s: Value = serde_json::from_slice(&meshcast_ok(&args, d).stdout).unwrap();
+    let file = family_underlay(dir.path(), "fast", 27);
+    let run = |rule: &[&str]| {
+        let s = x264_run(dir.path(), &file, rule);
         let loss = s["flows"]
             .as_array()
             .unwrap()
@@ -1760,9 +1771,9 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
             .fold(0.0, f64::max);
         (worst_session(&s), loss)
     };
-    let ((worst, id), loss) = run(Some("conference.ahead_at_frame=true"));
+    let ((worst, id), loss) = run(&["conference.ahead_at_frame=true"]);
     assert!(worst >= 0.8 && loss <= 0.005, "{id}: {worst}, {loss}");
-    let ((worst, id), _) = run(None);
+    let ((worst, id), _) = run(&[]);
     assert!(
         worst < 0.65 && id == "P4",
         "without the rule, {id}: {worst}"
@@ -1784,27 +1795,9 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
 #[test]
 fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    for seed in ["10", "28"] {
-        let next = (seed.parse::<u32>().unwrap() + 1).to_string();
-        python_ok(
-            "random_underlay.py",
-            &["--family", "slow", seed, next.as_str(), "slow"],
-            d,
-        );
-        let file = d
-            .join(format!("slow/slow-{seed}.toml"))
-            .display()
-            .to_string();
-        let mut args = vec!["run", file.as_str(), "--json"];
-        for set in [
-            "conference.video_fps=30",
-            "conference.keyframe_interval_s=8.333",
-            "conference.keyframe_ratio=4",
-        ] {
-            args.extend(["--set", set]);
-        }
-        let s: Value = serde_json::from_slice(&meshcast_ok(&args, d).stdout).unwrap();
+    for seed in [10, 28] {
+        let file = family_underlay(dir.path(), "slow", seed);
+        let s = x264_run(dir.path(), &file, &[]);
         for p in ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"] {
             let series = recv_series(&s, p);
             for slice in series[100..200].chunks(10) {
