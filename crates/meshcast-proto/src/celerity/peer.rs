@@ -5052,13 +5052,12 @@ impl Endpoint for CelerityPeer {
                 inc.age_sum += age;
                 inc.age_n += 1;
                 inc.forecast_late += u32::from(late);
-                let m = usize::from(header.session);
-                if m < MAX_PARTICIPANTS {
+                if session < MAX_PARTICIPANTS {
                     if age_queue || slack_on {
                         let queued = if hop_queues {
                             hops_queued
                         } else {
-                            inc.age_base[m].sample(now, age)
+                            inc.age_base[session].sample(now, age)
                         };
                         if age_queue {
                             inc.queued_age_sum += queued;
@@ -5066,8 +5065,8 @@ impl Endpoint for CelerityPeer {
                         // Its age less what it queued, plus the way below.
                         inc.reach_max = inc.reach_max.max(forecast - queued);
                     }
-                    inc.session_packets[m] += 1;
-                    inc.session_late[m] += u32::from(lost);
+                    inc.session_packets[session] += 1;
+                    inc.session_late[session] += u32::from(lost);
                 }
                 for c in control {
                     self.on_control(u, now, c);
