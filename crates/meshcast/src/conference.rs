@@ -133,6 +133,7 @@ pub(crate) struct RawConference {
     ahead_at_frame: Option<bool>,
     floor_rivals: Option<bool>,
     hop_queues: Option<bool>,
+    source_slack: Option<bool>,
     rival_share: Option<bool>,
     burst: Option<Spanned<f64>>,
     bundle: Option<bool>,
@@ -141,6 +142,7 @@ pub(crate) struct RawConference {
     keyframe_interval_s: Option<Spanned<f64>>,
     keyframe_ratio: Option<Spanned<f64>>,
     keyframe_budget: Option<Spanned<bool>>,
+    video_kbps: Option<Spanned<f64>>,
 }
 
 impl RawConference {
@@ -378,6 +380,9 @@ pub(crate) fn check(
     if let Some(h) = raw.hop_queues {
         params.hop_queues = h;
     }
+    if let Some(s) = raw.source_slack {
+        params.source_slack = s;
+    }
     if let Some(r) = raw.rival_share {
         params.rival_share = r;
     }
@@ -457,12 +462,14 @@ pub(crate) fn check(
                 keyframe_interval: Duration::from_secs_f64(interval),
                 keyframe_ratio: ratio,
                 keyframe_budget: raw.keyframe_budget.as_ref().is_none_or(|b| *b.get_ref()),
+                fixed_bps: positive(&raw.video_kbps, "conference.video_kbps")?.map(|k| k * 1e3),
             })
         }
         None => {
             for (v, field) in [
                 (&raw.keyframe_interval_s, "conference.keyframe_interval_s"),
                 (&raw.keyframe_ratio, "conference.keyframe_ratio"),
+                (&raw.video_kbps, "conference.video_kbps"),
             ] {
                 if let Some(v) = v {
                     return Err(loc.err(v.span(), field, "needs conference.video_fps"));

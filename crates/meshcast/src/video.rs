@@ -35,6 +35,11 @@ pub struct VideoParams {
     /// transport's feedback: the keyframe's ratio falls as far as that
     /// needs (not under 1), and the frames between take what it gave up.
     pub keyframe_budget: bool,
+    /// A rate the encoder holds whatever the peer offers, bits/s
+    /// (`conference.video_kbps`): an application that does not follow the
+    /// offered rate, as an encoder set to a fixed bitrate. `None` follows
+    /// the offered rate ([`CelerityPeer::offered_rate`]).
+    pub fixed_bps: Option<f64>,
 }
 
 impl VideoParams {
@@ -146,7 +151,10 @@ impl VideoApp {
     fn frames_due(&mut self, now: Time) {
         let gap = Duration::from_secs_f64(1.0 / self.video.fps);
         while !self.closed && self.next_frame <= now {
-            let bps = self.peer.offered_rate().as_bps() as f64;
+            let bps = self
+                .video
+                .fixed_bps
+                .unwrap_or_else(|| self.peer.offered_rate().as_bps() as f64);
             let budget = self
                 .video
                 .keyframe_budget
@@ -222,6 +230,7 @@ mod tests {
             keyframe_interval: Duration::from_secs(2),
             keyframe_ratio: 8.0,
             keyframe_budget,
+            fixed_bps: None,
         }
     }
 

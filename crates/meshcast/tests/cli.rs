@@ -1669,6 +1669,16 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
             "must be a number >= 1",
         ),
         (
+            &["conference.video_kbps=200"][..],
+            "conference.video_kbps",
+            "needs conference.video_fps",
+        ),
+        (
+            &["conference.video_fps=30", "conference.video_kbps=0"][..],
+            "conference.video_kbps",
+            "must be a positive number",
+        ),
+        (
             &["conference.keyframe_budget=true"][..],
             "conference.keyframe_budget",
             "needs conference.video_fps",
@@ -1805,6 +1815,46 @@ fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
                 assert!(mean >= 1.0, "slow-{seed}, {p}: {slice:?}");
             }
         }
+    }
+}
+
+/// An application that does not follow the offered rate
+/// (`conference.video_kbps`: the simulated encoder held at a fixed rate),
+/// with the source pricing its wait by its farthest member's slack
+/// (`conference.source_slack`). On the dumbbell, whose network carries
+/// 230 kbit/s a session in [200,300], an encoder at 200 kbit/s gets at
+/// least 195 kbit/s to each session's lowest receiver with at most 0.5%
+/// lost, and one at 480 kbit/s, more than the network carries, at least
+/// 200 (the excess goes stale at the source) (measured 199.9 with none
+/// lost, and 219.0–226.0). Without the rule the session collapses: its
+/// units wait at the source from the start's 20 kbit/s on and are charged
+/// as the network's lateness and queue, and every session's lowest
+/// receiver gets under 20 kbit/s at 200 (measured 0.1–5.6;
+/// docs/celerity.md, "A source's slack").
+#[test]
+fn celerity_an_encoder_at_a_fixed_rate_keeps_its_session_with_the_source_slack() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |kbps: u32, slack: bool| {
+        let sets = [
+            "conference.video_fps=30".to_string(),
+            format!("conference.video_kbps={kbps}"),
+            format!("conference.source_slack={slack}"),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let s = scenario_with_sets(dir.path(), "celerity/dumbbell.toml", &sets);
+        ["A", "B", "C", "D"].map(|p| {
+            let w = &flow(&s, p)["windows"][0];
+            (num(&w["recv_kbps_min"]), num(&w["loss"]))
+        })
+    };
+    for (p, (kbps, loss)) in ["A", "B", "C", "D"].into_iter().zip(run(200, true)) {
+        assert!(kbps >= 195.0 && loss <= 0.005, "200, {p}: {kbps}, {loss}");
+    }
+    for (p, (kbps, _)) in ["A", "B", "C", "D"].into_iter().zip(run(480, true)) {
+        assert!(kbps >= 200.0, "480, {p}: {kbps}");
+    }
+    for (p, (kbps, _)) in ["A", "B", "C", "D"].into_iter().zip(run(200, false)) {
+        assert!(kbps < 20.0, "without the rule, {p}: {kbps}");
     }
 }
 

@@ -931,6 +931,33 @@ pub struct CelerityParams {
     /// their router crowded onto its other link (docs/celerity.md, "The
     /// hops' queues").
     pub hop_queues: bool,
+    /// Whether a source prices its own wait by the slack its farthest
+    /// member leaves. Applies to application media only (the built-in
+    /// source's packets never wait). Default `false`.
+    ///
+    /// Two parts, which mend an application that does not follow the
+    /// offered rate only together (docs/celerity.md, "A source's slack"):
+    /// - a unit the application handed over goes stale at the source once
+    ///   it has waited there longer than the farthest member's slack (the
+    ///   late forecast's limit, [`delay_bound`](Self::delay_bound) less
+    ///   [`late_margin`](Self::late_margin), less the longest propagation
+    ///   over the session's trees; never less than
+    ///   [`bundle_wait`](Self::bundle_wait), nor more than the bound less
+    ///   the nearest member's delay, which is when it goes stale
+    ///   without the rule), as it would only come late to that member;
+    /// - the queued time the source writes ([`DataHeader::queued_us`]) is
+    ///   0: the age guard ([`hop_queues`](Self::hop_queues)) charges the
+    ///   hops' queues only, not the source's wait, which the links cannot
+    ///   shorten by lowering the rate. The wait stays in the packet's age,
+    ///   which the delay bound, the late charge and the late forecast
+    ///   count.
+    ///
+    /// Without it an encoder held at 200 kbit/s on the dumbbell, whose
+    /// network carries 230 kbit/s a session, delivered 0.1–5.6 kbit/s: its
+    /// units waited at the source from the start's 20 kbit/s on, left old,
+    /// and were charged as the network's lateness and queue, so the rate
+    /// never climbed.
+    pub source_slack: bool,
     /// The rivals' cut share (with [`floor_rivals`](Self::floor_rivals)):
     /// where a session under the gain floor is ordered against its rivals,
     /// each rival gains its `U′` divided by its own cut share (taken as at
@@ -1260,6 +1287,7 @@ impl Default for CelerityParams {
             ahead_at_frame: false,
             floor_rivals: true,
             hop_queues: true,
+            source_slack: false,
             rival_share: true,
         }
     }
@@ -3988,6 +4016,10 @@ impl CelerityPeer {
     /// delay to a member passing the delay bound. That delay is the
     /// propagation, measured with control packets; data take longer, so
     /// no unit that could still arrive is dropped.
+    ///
+    /// With [`CelerityParams::source_slack`], sooner: once it could reach
+    /// the farthest member only past the late forecast's limit, at the
+    /// earliest after the bundle's wait.
     fn stale_after(&self) -> Duration {
         let nearest = self
             .others()
@@ -3996,7 +4028,17 @@ impl CelerityPeer {
             .min()
             .unwrap_or(Duration::ZERO);
         let bound = self.cfg.params.delay_bound.as_nanos();
-        Duration::from_nanos(bound.saturating_sub(nearest.as_nanos()))
+        let stale = Duration::from_nanos(bound.saturating_sub(nearest.as_nanos()));
+        if !self.cfg.params.source_slack {
+            return stale;
+        }
+        match self.longest_path_delay(self.src.schedule.trees()) {
+            Some(longest) => {
+                let slack = (self.forecast_limit() - longest).max(0.0);
+                stale.min(Duration::from_secs_f64(slack).max(self.cfg.params.bundle_wait))
+            }
+            None => stale,
+        }
     }
 
     /// The size of the built-in source's next packet (see
@@ -4170,8 +4212,9 @@ impl CelerityPeer {
             padding,
             burst_wait_us: 0,
             // What the unit waited here after its origin time (see
-            // `CelerityParams::hop_queues`).
-            queued_us: if self.hop_queues() {
+            // `CelerityParams::hop_queues`), unless the source prices its
+            // wait by its slack (`CelerityParams::source_slack`).
+            queued_us: if self.hop_queues() && !self.cfg.params.source_slack {
                 u32::try_from(now.saturating_since(origin).as_nanos() / 1000).unwrap_or(u32::MAX)
             } else {
                 0
