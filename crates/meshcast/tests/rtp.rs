@@ -161,6 +161,12 @@ struct Run {
     /// Frames the receiver decoded, and those identical to the reference.
     decoded: usize,
     intact: usize,
+    /// Frames the receiver decoded that are identical to one of the
+    /// reference's, wherever they fall: the test pattern draws each
+    /// frame's number, so no two frames are alike, and a stream whose
+    /// first frames were lost still counts the rest (where `intact`,
+    /// frame by frame, counts none of them).
+    known: usize,
     /// A's and B's `summary.json`.
     a: Value,
     b: Value,
@@ -270,8 +276,11 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     let bytes =
         metric_in(&page, "meshcast_offered_rate_bits_per_second").expect("the offered rate") / 8.0;
     let frame = metric_in(&page, "meshcast_offered_frame_bytes").expect("the frame budget");
+    // At least one packet, where the rate sends less than that in the
+    // time (a run that starts before the rate climbs).
+    let budget = (bytes * 0.16).max(1400.0);
     assert!(
-        (frame - bytes * 0.16).abs() <= bytes * 0.002 + 1.0,
+        (frame - budget).abs() <= bytes * 0.002 + 1.0,
         "{frame} bytes at {bytes} bytes/s"
     );
     // The receiver listens before anything is sent (the stream carries its
@@ -322,6 +331,8 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     });
     let got = frame_crcs(&d.join("recv.crc"));
     let intact = got.iter().zip(&want).filter(|(g, w)| g == w).count();
+    let reference: std::collections::HashSet<&String> = want.iter().collect();
+    let known = got.iter().filter(|g| reference.contains(g)).count();
     eprintln!(
         "max {max_rate_kbps} kbit/s {extra:?}: frames decoded {}, intact {intact} of {FRAMES}; A: {} {}; B: {}",
         got.len(),
@@ -335,6 +346,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     Run {
         decoded: got.len(),
         intact,
+        known,
         a: sa,
         b: sb,
     }
@@ -367,7 +379,11 @@ fn an_ffmpeg_stream_crosses_a_two_party_conference() {
 /// over two runs (with a looser encoder, `-bufsize 300k`, 73 of 1032
 /// stale and 25 of 750 intact). On the default burst credit none is
 /// stale and 498 of 500 frames are intact (the first two precede the
-/// receiver's first keyframe); docs/celerity.md, "Keyframes".
+/// receiver's first keyframe); docs/celerity.md, "Keyframes". Since the
+/// source prices its wait by its farthest member's slack (`source_slack`,
+/// docs/celerity.md, "A source's slack"), a unit goes stale at the source
+/// after 160 ms here rather than 200: at the rate 40 stale and 13 intact,
+/// on the burst credit still none stale and 498 intact.
 #[test]
 fn keyframes_at_the_rate_cap_arrive_whole_on_burst_credit() {
     if !have_ffmpeg() {
@@ -387,7 +403,7 @@ fn keyframes_at_the_rate_cap_arrive_whole_on_burst_credit() {
 
 /// A slow stream's small frames share packets (docs/celerity.md,
 /// "Bundles"): 40 kbit/s at 25 frames a second through a session capped
-/// at 80 kbit/s, where the rate fills no packet in the 50 ms a short unit
+/// at 90 kbit/s, where the rate fills no packet in the 50 ms a short unit
 /// waits for company. Bundled or not, each RTP packet reaches the decoder
 /// on its own and whole, and the picture arrives intact. Measured: 498
 /// of 500 frames intact either way (the two before the receiver's first
@@ -400,14 +416,17 @@ fn keyframes_at_the_rate_cap_arrive_whole_on_burst_credit() {
 /// them, bundled or not (`bundles_leave_a_first_keyframes_fate_to_the_credit`
 /// in the peer tests): this test's first form, at 60, lost a second of
 /// pictures (473 of 500 intact) in each of three full-suite runs, and in
-/// none of ten runs on its own.
+/// none of ten runs on its own. Its second form, at 80, lost it at 4 of
+/// 95 phases once the source priced its wait by its farthest member's
+/// slack (`source_slack`: docs/celerity.md, "A source's slack"); at 90 at
+/// none.
 #[test]
 fn a_slow_streams_frames_share_packets_and_arrive_intact() {
     if !have_ffmpeg() {
         return;
     }
     for bundle in [true, false] {
-        let r = run_stream(&SLOW, 80, 75_000.0, &format!("bundle = {bundle}\n"));
+        let r = run_stream(&SLOW, 90, 85_000.0, &format!("bundle = {bundle}\n"));
         assert!(
             r.intact * 100 >= FRAMES * 95,
             "bundle {bundle}: intact {}",
@@ -426,4 +445,28 @@ fn a_slow_streams_frames_share_packets_and_arrive_intact() {
             assert_eq!((bundles, units), (0, 0));
         }
     }
+}
+
+/// An application that sends at its own rate from the start, as an
+/// encoder set to a fixed bitrate does: the 300-kbit/s stream starts as
+/// soon as the nodes answer, while A's session is offered its first 20
+/// kbit/s. The source prices its units' wait by its farthest member's
+/// slack (`source_slack`, the default: docs/celerity.md, "A source's
+/// slack"), so what waits too long goes stale at the source, the rest
+/// arrives in time and the rate climbs to carry the stream: at least 350
+/// of the 500 frames arrive intact (measured 398 in each of two runs,
+/// 63 units stale, all in the first seconds). Without the rule the units
+/// that waited were charged as the network's lateness and queue, the
+/// rate stayed low and most units went stale at the source: no more than
+/// 100 frames intact (measured none in two runs, 405 and 453 of 661
+/// units stale).
+#[test]
+fn an_ffmpeg_stream_sent_before_the_rate_climbs_gets_through() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let r = run(800, 0.0, "");
+    assert!(r.known >= 350, "known {}", r.known);
+    let r = run(800, 0.0, "source_slack = false\n");
+    assert!(r.known <= 100, "without the rule: known {}", r.known);
 }

@@ -933,7 +933,7 @@ pub struct CelerityParams {
     pub hop_queues: bool,
     /// Whether a source prices its own wait by the slack its farthest
     /// member leaves. Applies to application media only (the built-in
-    /// source's packets never wait). Default `false`.
+    /// source's packets never wait). Default `true`.
     ///
     /// Two parts, which mend an application that does not follow the
     /// offered rate only together (docs/celerity.md, "A source's slack"):
@@ -1287,7 +1287,7 @@ impl Default for CelerityParams {
             ahead_at_frame: false,
             floor_rivals: true,
             hop_queues: true,
-            source_slack: false,
+            source_slack: true,
             rival_share: true,
         }
     }

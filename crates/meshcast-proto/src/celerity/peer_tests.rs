@@ -2525,17 +2525,24 @@ fn first_keyframe_stale_phases(cap_kbps: f64, bundle: bool) -> Vec<u64> {
 /// 60 kbit/s a keyframe of half a second of the rate loses its last unit
 /// stale at the source when it comes in the wrong part of padding's
 /// cycle, bundled or not, at the same phases (a real-UDP test's first
-/// form met this, `tests/rtp.rs`; docs/celerity.md, "Bundles"); at 80
-/// kbit/s at none.
+/// form met this, `tests/rtp.rs`; docs/celerity.md, "Bundles"); at 90
+/// kbit/s at none. Since a unit goes stale at the source once it has
+/// waited past its farthest member's slack (`source_slack`, the bound
+/// less the delay guard's margin less the path: docs/celerity.md, "A
+/// source's slack") rather than the bound less the nearest member's delay,
+/// the keyframe needs more room: at 80 kbit/s it lost its last unit at 4
+/// of the 95 phases (at none before), at 60 at 74 (51 before).
 #[test]
 fn bundles_leave_a_first_keyframes_fate_to_the_credit() {
     let bundled = first_keyframe_stale_phases(60.0, true);
-    // The edge is there (phases 74–174 ms of 190 measured), so the
-    // comparison means something.
+    // The edge is there (74 phases of 95 measured), so the comparison
+    // means something.
     assert!(bundled.len() > 10, "{bundled:?}");
     assert_eq!(bundled, first_keyframe_stale_phases(60.0, false));
-    assert!(first_keyframe_stale_phases(80.0, true).is_empty());
-    assert!(first_keyframe_stale_phases(80.0, false).is_empty());
+    let edge = first_keyframe_stale_phases(80.0, true);
+    assert_eq!(edge, first_keyframe_stale_phases(80.0, false));
+    assert!(first_keyframe_stale_phases(90.0, true).is_empty());
+    assert!(first_keyframe_stale_phases(90.0, false).is_empty());
 }
 
 /// Short units on a slow session share packets (bundles): at 20 kbit/s a
@@ -2557,6 +2564,7 @@ fn short_units_share_packets_and_arrive_whole() {
         let (mut sent, mut received) = (0, [0; 3]);
         let mut longest = Duration::ZERO;
         let mut seq_at_start = 0;
+        let mut stale = Vec::new();
         while now < Time::from_secs(12) {
             let ms = now.as_nanos() / 1_000_000;
             if ms == 6000 {
@@ -2565,7 +2573,7 @@ fn short_units_share_packets_and_arrive_whole() {
             if (6000..10_000).contains(&ms) && ms % 33 == 0 {
                 let unit: Vec<u8> = (0..60).map(|k| (k * 3 + ms) as u8).collect();
                 assert!(peers[0].handle_media(now, &unit));
-                handed.push(unit);
+                handed.push((now, unit));
             }
             ideal_step(&mut peers, &mut inflight, now, &mut events);
             for (i, e) in events.drain(..) {
@@ -2574,6 +2582,11 @@ fn short_units_share_packets_and_arrive_whole() {
                         assert_eq!((i, payload_bytes), (0, 60));
                         sent += 1;
                     }
+                    Event::FlowDropped {
+                        sent_at,
+                        cause: DropCause::Stale,
+                        ..
+                    } => stale.push(sent_at),
                     Event::FlowReceived {
                         payload_bytes,
                         sent_at,
@@ -2591,16 +2604,31 @@ fn short_units_share_packets_and_arrive_whole() {
         let packets = peers[0].src.media_seq.wrapping_sub(seq_at_start) as usize;
         let units = handed.len();
         assert_eq!(sent, units, "bundle {bundle}");
+        // The first unit may wait for the rate behind padding's last
+        // packet (1400 bytes take 560 ms at 20 kbit/s) past its farthest
+        // member's slack, and go stale at the source
+        // (`CelerityParams::source_slack`; the first keyframe's phases
+        // below): no other.
+        let c = peers[0].counters().clone();
+        assert_eq!(c.stale_media as usize, stale.len());
+        assert!(
+            stale.len() <= 1 && stale.iter().all(|&t| t == handed[0].0),
+            "bundle {bundle}: {stale:?}"
+        );
+        let kept: Vec<Vec<u8>> = handed
+            .iter()
+            .filter(|(t, _)| !stale.contains(t))
+            .map(|(_, u)| u.clone())
+            .collect();
+        let units = kept.len();
         assert_eq!(received, [0, units, units], "bundle {bundle}");
         for peer in &mut peers[1..] {
             let mut got = Vec::new();
             while let Some((_, unit)) = peer.poll_media() {
                 got.push(unit);
             }
-            assert_eq!(got, handed, "bundle {bundle}");
+            assert_eq!(got, kept, "bundle {bundle}");
         }
-        let c = peers[0].counters();
-        assert_eq!(c.stale_media, 0);
         if bundle {
             // Two or more units a packet, each counted.
             assert!(2 * packets <= units, "{packets} packets for {units} units");
