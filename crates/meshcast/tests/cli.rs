@@ -1838,7 +1838,7 @@ fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
 /// An application that does not follow the offered rate
 /// (`conference.video_kbps`: the simulated encoder held at a fixed rate),
 /// with the source pricing its wait by its farthest member's slack
-/// (`conference.source_slack`). On the dumbbell, whose network carries
+/// (`conference.source_slack`, the default). On the dumbbell, whose network carries
 /// 230 kbit/s a session in [200,300], an encoder at 200 kbit/s gets at
 /// least 195 kbit/s to each session's lowest receiver with at most 0.5%
 /// lost, and one at 480 kbit/s, more than the network carries, at least

@@ -334,7 +334,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     let reference: std::collections::HashSet<&String> = want.iter().collect();
     let known = got.iter().filter(|g| reference.contains(g)).count();
     eprintln!(
-        "max {max_rate_kbps} kbit/s {extra:?}: frames decoded {}, intact {intact} of {FRAMES}; A: {} {}; B: {}",
+        "max {max_rate_kbps} kbit/s {extra:?}: frames decoded {}, intact {intact} (known {known}) of {FRAMES}; A: {} {}; B: {}",
         got.len(),
         sa["net"],
         sa["peer"],
@@ -455,7 +455,7 @@ fn a_slow_streams_frames_share_packets_and_arrive_intact() {
 /// slack"), so what waits too long goes stale at the source, the rest
 /// arrives in time and the rate climbs to carry the stream: at least 350
 /// of the 500 frames arrive intact (measured 398 in each of two runs,
-/// 63 units stale, all in the first seconds). Without the rule the units
+/// 63 of 661 units stale at the source). Without the rule the units
 /// that waited were charged as the network's lateness and queue, the
 /// rate stayed low and most units went stale at the source: no more than
 /// 100 frames intact (measured none in two runs, 405 and 453 of 661

@@ -4017,9 +4017,11 @@ impl CelerityPeer {
     /// propagation, measured with control packets; data take longer, so
     /// no unit that could still arrive is dropped.
     ///
-    /// With [`CelerityParams::source_slack`], sooner: once it could reach
-    /// the farthest member only past the late forecast's limit, at the
-    /// earliest after the bundle's wait.
+    /// With [`CelerityParams::source_slack`] (the default), sooner: once
+    /// it could reach the farthest member only past the late forecast's
+    /// limit, at the earliest after the bundle's wait. The nearer members
+    /// might still have had it in time; sent, it would be charged as late
+    /// at the farthest.
     fn stale_after(&self) -> Duration {
         let nearest = self
             .others()
