@@ -134,6 +134,7 @@ pub(crate) struct RawConference {
     floor_rivals: Option<bool>,
     hop_queues: Option<bool>,
     source_slack: Option<bool>,
+    source_excess: Option<bool>,
     rival_share: Option<bool>,
     burst: Option<Spanned<f64>>,
     bundle: Option<bool>,
@@ -382,6 +383,9 @@ pub(crate) fn check(
     }
     if let Some(s) = raw.source_slack {
         params.source_slack = s;
+    }
+    if let Some(e) = raw.source_excess {
+        params.source_excess = e;
     }
     if let Some(r) = raw.rival_share {
         params.rival_share = r;

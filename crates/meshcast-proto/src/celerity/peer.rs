@@ -958,6 +958,27 @@ pub struct CelerityParams {
     /// and were charged as the network's lateness and queue, so the rate
     /// never climbed.
     pub source_slack: bool,
+    /// Whether a source whose application hands over more than it is
+    /// offered keeps its wait short. Applies to application media only.
+    /// Default `true`.
+    ///
+    /// Where the application handed over more than [`EXCESS_FACTOR`]
+    /// times the bytes the session's rate offered it over each of the last
+    /// two [`EXCESS_WINDOW`]s (the rate integrated over the window, so that
+    /// an encoder that follows a falling rate is never taken for one that
+    /// exceeds it), the source drops the oldest units that have waited
+    /// more than [`EXCESS_WAIT`] while another waits behind them, as
+    /// stale. Such an application keeps a standing queue at the source
+    /// that [`source_slack`](Self::source_slack) only bounds: every unit
+    /// that leaves has waited most of its farthest member's slack, the
+    /// network's own queues make it late at the far members, and the
+    /// links price it. With the rule it leaves fresh: on the dumbbell an
+    /// encoder held at 300 kbit/s (the network carries 230 a session)
+    /// gets 228.6–229.5 kbit/s from 200 to 300 s and A and B 188.7–189.7
+    /// from 420 to 500 s, against 218.3–224.4 and 148.4 without it and 224.6–225.2
+    /// and 184.3–184.4 for the same video following the rate
+    /// (docs/celerity.md, "An application's excess").
+    pub source_excess: bool,
     /// The rivals' cut share (with [`floor_rivals`](Self::floor_rivals)):
     /// where a session under the gain floor is ordered against its rivals,
     /// each rival gains its `U′` divided by its own cut share (taken as at
@@ -1288,6 +1309,7 @@ impl Default for CelerityParams {
             floor_rivals: true,
             hop_queues: true,
             source_slack: true,
+            source_excess: true,
             rival_share: true,
         }
     }
@@ -1361,6 +1383,26 @@ pub struct PeerCounters {
 /// thirty underlays at nothing with video, and 40–55 ms 4–5
 /// (docs/celerity.md, "Bundles").
 pub const BUNDLE_WAIT_MS: u64 = 50;
+
+/// How much more than the session's rate offered an application must
+/// hand over, in each of two [`EXCESS_WINDOW`]s running, for its source to
+/// keep its wait short (see [`CelerityParams::source_excess`]). An
+/// encoder that follows the rate hands over its keyframe interval's share
+/// of it: a keyframe of eight frames' size every 2 s puts 1.105 times the
+/// rate in the second that holds it and less in the next, and at 1.1 an
+/// encoder that followed a falling rate on one of the core underlays was
+/// taken for an excess (`r30` with the default video); at 1.15 and 1.2
+/// none was.
+pub const EXCESS_FACTOR: f64 = 1.2;
+
+/// The window over which [`EXCESS_FACTOR`] compares an application's
+/// bytes with its offered rate's.
+pub const EXCESS_WINDOW: Duration = Duration::from_secs(1);
+
+/// How long a unit may wait at the source while its application exceeds
+/// its offered rate (see [`CelerityParams::source_excess`]), beyond which
+/// the oldest go stale while another waits behind them.
+pub const EXCESS_WAIT: Duration = Duration::from_millis(30);
 
 /// The media bytes under which a packet of application media takes
 /// company (see [`CelerityParams::bundle`]): a unit, or the bundle it
@@ -1445,9 +1487,39 @@ struct AppMedia {
     /// the session sends padding, so that its rate is known before the
     /// application's encoder starts).
     started: bool,
+    /// The application's excess over its offered rate (see
+    /// [`CelerityParams::source_excess`]): the current window's start,
+    /// the bytes handed over and offered in it, when the offered rate was
+    /// last integrated, whether the last window was over, and whether the
+    /// source now keeps its wait short.
+    excess_from: Time,
+    handed_bytes: f64,
+    offered_bytes: f64,
+    offered_at: Time,
+    over_before: bool,
+    excess: bool,
 }
 
 impl AppMedia {
+    /// Counts `bytes` handed over at `now`, offered `rate_kbps` since the
+    /// last hand-over, and decides at each window's end whether the
+    /// application exceeds what it is offered (see
+    /// [`CelerityParams::source_excess`]).
+    fn count_handed(&mut self, now: Time, bytes: usize, rate_kbps: f64) {
+        self.offered_bytes +=
+            rate_kbps * 1e3 / 8.0 * now.saturating_since(self.offered_at).as_secs_f64();
+        self.offered_at = now;
+        if now.saturating_since(self.excess_from) >= EXCESS_WINDOW {
+            let over = self.handed_bytes > EXCESS_FACTOR * self.offered_bytes;
+            self.excess = over && self.over_before;
+            self.over_before = over;
+            self.excess_from = now;
+            self.handed_bytes = 0.0;
+            self.offered_bytes = 0.0;
+        }
+        self.handed_bytes += bytes as f64;
+    }
+
     /// How many of the waiting units, from the oldest, go in the next
     /// packet, and its media bytes: while the packet so far is under
     /// [`BUNDLE_SHORT`] bytes, the next unit joins it (a bundle) if it is
@@ -4085,18 +4157,25 @@ impl CelerityPeer {
         let limit = self.offered_packet_bytes() as usize;
         let next_unit = match &mut self.app {
             Some(app) => {
-                while app
-                    .queue
-                    .front()
-                    .is_some_and(|(t, _)| now.saturating_since(*t) > stale_after)
-                {
+                // An application that exceeds its offered rate keeps the
+                // oldest units' wait short (see
+                // `CelerityParams::source_excess`), as long as another
+                // unit waits behind them.
+                let excess = app.excess && self.cfg.params.source_excess;
+                let flow = self.cfg.flows[self.me];
+                while let Some(&(handed, _)) = app.queue.front() {
+                    let waited = now.saturating_since(handed);
+                    let stale = waited > stale_after
+                        || (excess && app.queue.len() > 1 && waited > EXCESS_WAIT);
+                    if !stale {
+                        break;
+                    }
                     let Some((handed, unit)) = app.queue.pop_front() else {
                         break;
                     };
                     // The session took it from the application and lost
                     // it: sent and dropped, in its flow's figures.
                     self.counters.stale_media += 1;
-                    let flow = self.cfg.flows[self.me];
                     self.events.push_back(Event::FlowSent {
                         flow,
                         payload_bytes: unit.len() as u32,
@@ -5195,6 +5274,9 @@ impl Endpoint for CelerityPeer {
         }
         app.queue.push_back((now, payload.to_vec()));
         app.started = true;
+        if self.cfg.params.source_excess {
+            app.count_handed(now, payload.len(), self.src.rate_kbps);
+        }
         if self.src.rate_kbps <= 0.0 {
             return true;
         }
