@@ -1835,6 +1835,18 @@ fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
     }
 }
 
+/// Runs `celerity/dumbbell.toml` with the simulated video encoder (30
+/// frames a second) held at `kbps` whatever the peer offers
+/// (`conference.video_kbps`), and `sets`.
+fn fixed_rate_dumbbell(dir: &Path, kbps: u32, sets: &[&str]) -> Value {
+    let rate = format!("conference.video_kbps={kbps}");
+    let all: Vec<&str> = ["conference.video_fps=30", rate.as_str()]
+        .into_iter()
+        .chain(sets.iter().copied())
+        .collect();
+    scenario_with_sets(dir, "celerity/dumbbell.toml", &all)
+}
+
 /// An application that does not follow the offered rate
 /// (`conference.video_kbps`: the simulated encoder held at a fixed rate),
 /// with the source pricing its wait by its farthest member's slack
@@ -1857,14 +1869,12 @@ fn celerity_no_session_falls_silent_under_its_encoders_smallest_frame() {
 fn celerity_an_encoder_at_a_fixed_rate_keeps_its_session_with_the_source_slack() {
     let dir = tempfile::tempdir().unwrap();
     let run = |kbps: u32, slack: bool| {
-        let sets = [
-            "conference.video_fps=30".to_string(),
-            format!("conference.video_kbps={kbps}"),
-            format!("conference.source_slack={slack}"),
-            "conference.source_excess=false".to_string(),
-        ];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let s = scenario_with_sets(dir.path(), "celerity/dumbbell.toml", &sets);
+        let slack = format!("conference.source_slack={slack}");
+        let s = fixed_rate_dumbbell(
+            dir.path(),
+            kbps,
+            &[&slack, "conference.source_excess=false"],
+        );
         ["A", "B", "C", "D"].map(|p| {
             let w = &flow(&s, p)["windows"][0];
             (num(&w["recv_kbps_min"]), num(&w["loss"]))
@@ -1896,13 +1906,8 @@ fn celerity_an_encoder_at_a_fixed_rate_keeps_its_session_with_the_source_slack()
 fn celerity_an_encoder_over_its_offered_rate_keeps_its_wait_short() {
     let dir = tempfile::tempdir().unwrap();
     let run = |excess: bool| {
-        let sets = [
-            "conference.video_fps=30".to_string(),
-            "conference.video_kbps=300".to_string(),
-            format!("conference.source_excess={excess}"),
-        ];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        scenario_with_sets(dir.path(), "celerity/dumbbell.toml", &sets)
+        let excess = format!("conference.source_excess={excess}");
+        fixed_rate_dumbbell(dir.path(), 300, &[&excess])
     };
     let lowest = |s: &Value, p: &str, from: u64| num(&window(flow(s, p), from)["recv_kbps_min"]);
     let s = run(true);

@@ -4013,6 +4013,21 @@ impl CelerityPeer {
         Some(longest)
     }
 
+    /// The farthest member's slack, seconds: the late forecast's limit
+    /// ([`CelerityParams::delay_bound`] less
+    /// [`CelerityParams::late_margin`]) less the longest propagation over
+    /// this peer's session's trees. What the frame budget sends in, and
+    /// how long a unit may wait at the source with
+    /// [`CelerityParams::source_slack`]. `None` while the session has no
+    /// trees or a link on them has not been measured.
+    fn farthest_slack(&self) -> Option<f64> {
+        let trees = self.src.schedule.trees();
+        if trees.is_empty() {
+            return None;
+        }
+        Some(self.forecast_limit() - self.longest_path_delay(trees)?)
+    }
+
     /// The largest frame, media bytes handed over at once, that this
     /// peer's session can carry to its farthest member within the delay
     /// bound: what the session's rate sends in the bound less the delay
@@ -4027,17 +4042,14 @@ impl CelerityPeer {
     /// peer's own links stands for the path.
     pub fn offered_frame_bytes(&self) -> u32 {
         let packet = self.offered_packet_bytes();
-        let trees = self.src.schedule.trees();
-        let longest = (!trees.is_empty())
-            .then(|| self.longest_path_delay(trees))
-            .flatten()
-            .unwrap_or_else(|| {
-                self.others()
-                    .into_iter()
-                    .filter_map(|m| self.outgoing[m].one_way_secs())
-                    .fold(0.0, f64::max)
-            });
-        let slack = self.forecast_limit() - longest;
+        let slack = self.farthest_slack().unwrap_or_else(|| {
+            let longest = self
+                .others()
+                .into_iter()
+                .filter_map(|m| self.outgoing[m].one_way_secs())
+                .fold(0.0, f64::max);
+            self.forecast_limit() - longest
+        });
         let bytes = self.src.rate_kbps.max(0.0) * 1e3 / 8.0 * slack.max(0.0);
         (bytes.min(f64::from(u32::MAX)) as u32).max(packet)
     }
@@ -4106,10 +4118,9 @@ impl CelerityPeer {
         if !self.cfg.params.source_slack {
             return stale;
         }
-        match self.longest_path_delay(self.src.schedule.trees()) {
-            Some(longest) => {
-                let slack = (self.forecast_limit() - longest).max(0.0);
-                stale.min(Duration::from_secs_f64(slack).max(self.cfg.params.bundle_wait))
+        match self.farthest_slack() {
+            Some(slack) => {
+                stale.min(Duration::from_secs_f64(slack.max(0.0)).max(self.cfg.params.bundle_wait))
             }
             None => stale,
         }
@@ -4159,9 +4170,9 @@ impl CelerityPeer {
             Some(app) => {
                 // An application that exceeds its offered rate keeps the
                 // oldest units' wait short (see
-                // `CelerityParams::source_excess`), as long as another
-                // unit waits behind them.
-                let excess = app.excess && self.cfg.params.source_excess;
+                // `CelerityParams::source_excess`, without which `excess`
+                // is never set), as long as another unit waits behind them.
+                let excess = app.excess;
                 let flow = self.cfg.flows[self.me];
                 while let Some(&(handed, _)) = app.queue.front() {
                     let waited = now.saturating_since(handed);
