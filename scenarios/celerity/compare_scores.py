@@ -42,7 +42,7 @@ import os
 import statistics
 import sys
 
-from score_underlays import DROP_CAUSES, LINE, LOSS, set_figures, start_text
+from score_underlays import DROP_CAUSES, LINE, LOSS, frames_text, set_figures, start_text
 
 
 def number(x):
@@ -106,6 +106,7 @@ def row(scores):
     f = set_figures(scores)
     sessions = [s for r in scores for s in r["sessions"].values()]
     start = f"; {start_text(f)}" if "heard_s" in f else ""
+    start += frames_text(f)
     return (f"mean worst {f['mean']:.3f}, median {f['median']:.3f}, "
             f"lowest {f['lowest']:.3f}; at {LINE} {f['at_line']}, "
             f"within {LOSS:.0%} loss {f['within_loss']}; "

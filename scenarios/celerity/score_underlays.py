@@ -81,6 +81,7 @@ def score(summary):
     and every session's start (`start_figures`)."""
     rows = []
     starts = {}
+    frames = {}
     for f in sessions(summary):
         if not f["windows"]:
             raise ValueError("the scenario has no report window")
@@ -91,10 +92,16 @@ def score(summary):
         rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0,
                      w.get("dropped") or {c: 0 for c in DROP_CAUSES}))
         starts[f["id"]] = start_figures(f, opt, summary["duration_s"])
+        if w.get("video"):
+            frames[f["id"]] = (w["video"]["whole_min"] or 0.0, w["video"]["decodable_min"] or 0.0)
     if not rows:
         raise ValueError("the scenario has no conference sessions")
     worst = min(rows)
-    return {
+    video = {}
+    if len(frames) == len(rows):
+        video = {"worst_whole": min(w for w, _ in frames.values()),
+                 "worst_decodable": min(d for _, d in frames.values())}
+    return {**video,
         "worst_fraction": worst[0],
         "worst_session": worst[1],
         "recv_kbps_min": worst[2],
@@ -102,7 +109,9 @@ def score(summary):
         "worst_session_loss": worst[4],
         "worst_loss": max(r[4] for r in rows),
         "sessions": {r[1]: {"fraction": r[0], "loss": r[4], "dropped": r[5],
-                            "heard_s": starts[r[1]][0], "silent_s": starts[r[1]][1]}
+                            "heard_s": starts[r[1]][0], "silent_s": starts[r[1]][1],
+                            **({"whole": frames[r[1]][0], "decodable": frames[r[1]][1]}
+                               if r[1] in frames else {})}
                      for r in rows},
         "heard_s": statistics.mean(h for h, _ in starts.values()),
         "heard_s_last": max(h for h, _ in starts.values()),
@@ -137,7 +146,21 @@ def set_figures(results):
     if all("heard_s" in r for r in results):
         for k in ("heard_s", "heard_s_last", "silent_s"):
             figures[k] = statistics.mean(r[k] for r in results)
+    # Only runs with simulated video (`conference.video_fps`) have frames.
+    if all("worst_whole" in r for r in results):
+        for k in ("worst_whole", "worst_decodable"):
+            figures[k] = statistics.mean(r[k] for r in results)
     return figures
+
+
+def frames_text(figures):
+    """The frame figures of an underlay's score or a set's row, if it
+    has them, as `; frames whole W, decodable D` (the worst session's
+    lowest receiver's fractions); else empty."""
+    if "worst_whole" not in figures:
+        return ""
+    return (f"; frames whole {figures['worst_whole']:.3f}, "
+            f"decodable {figures['worst_decodable']:.3f}")
 
 
 def start_text(figures):
@@ -250,13 +273,14 @@ def main():
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
-              f"{start_text(r)}, {r['wall_s']:.1f} s", flush=True)
+              f"{start_text(r)}{frames_text(r)}, {r['wall_s']:.1f} s", flush=True)
     figures = set_figures(results)
     print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
           f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "
           f"every session >= {LINE} in {figures['at_line']}, "
           f"worst loss <= {LOSS:.0%} in {figures['within_loss']}; "
-          f"drops {drops_text(figures['dropped'])}; start: {start_text(figures)}")
+          f"drops {drops_text(figures['dropped'])}; start: {start_text(figures)}"
+          f"{frames_text(figures)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

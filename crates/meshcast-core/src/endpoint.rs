@@ -62,6 +62,28 @@ pub enum Event {
         /// The highest layer of which a packet arrived (0: none).
         layers_max: u8,
     },
+    /// The endpoint's application, as the source of `flow`, handed frame
+    /// `frame` of its video to the endpoint in `units` units (frames
+    /// numbered densely from 0, in the order handed over; a driver counts
+    /// frames by the time it reports this: [`crate::video`]).
+    FrameHanded {
+        /// The flow.
+        flow: FlowId,
+        /// The frame's number.
+        frame: u64,
+        /// The units it went out in.
+        units: u32,
+        /// Whether it is a keyframe (decodable on its own).
+        key: bool,
+    },
+    /// The endpoint's application, as a receiver of `flow`, got a unit of
+    /// its video's frame `frame` (each unit once).
+    FrameUnitReceived {
+        /// The flow.
+        flow: FlowId,
+        /// The frame's number.
+        frame: u64,
+    },
     /// The endpoint, as the source of `flow` carrying application media,
     /// now offers the application `rate` in packets of at most
     /// `packet_bytes`, and frames of at most `frame_bytes`: what an

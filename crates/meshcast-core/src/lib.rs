@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod rng;
 pub mod time;
 pub mod units;
+pub mod video;
 
 pub use endpoint::{DropCause, Endpoint, Event, LinkControl, Transmit};
 pub use ids::{Addr, FlowId, NodeId};

@@ -30,6 +30,7 @@ use crate::endpoint::DropCause;
 use crate::ids::{FlowId, NodeId};
 use crate::layered::LayeredRecord;
 use crate::time::{Duration, Time};
+use crate::video::{VideoFigures, VideoRecord};
 use std::collections::BTreeMap;
 
 const NS_PER_S: u64 = 1_000_000_000;
@@ -220,6 +221,9 @@ pub struct FlowRecord {
     /// Frames and packet latencies of a layered stream (empty for other
     /// kinds).
     pub layered: LayeredRecord,
+    /// A session's video frames (empty unless its source's application
+    /// reports them: [`crate::Event::FrameHanded`]).
+    pub video: VideoRecord,
 }
 
 fn bucket<T: Default>(v: &mut Vec<T>, t: Time) -> &mut T {
@@ -255,6 +259,40 @@ impl FlowRecord {
         d
     }
 
+    /// The receivers (indices among `receivers`) a window over the whole
+    /// seconds `[from_s, to_s)` of a run that ended at `end` counts: those
+    /// present throughout it, or every one if none is.
+    fn counted(&self, from_s: u64, to_s: u64, end: Time) -> Vec<usize> {
+        let (w_from, w_to) = (Time::from_secs(from_s), Time::from_secs(to_s).min(end));
+        let present: Vec<usize> = (0..self.recv.len())
+            .filter(|&r| {
+                self.presence
+                    .get(r)
+                    .and_then(|p| p.as_ref())
+                    .is_none_or(|iv| iv.iter().any(|&(a, b)| a <= w_from && w_to <= b))
+            })
+            .collect();
+        if present.is_empty() {
+            (0..self.recv.len()).collect()
+        } else {
+            present
+        }
+    }
+
+    /// The video's frame figures over the frames generated in the whole
+    /// seconds `[from_s, to_s)` of a run that ended at `end`, for the
+    /// receivers [`FlowFigures`] counts there; `None` for a flow whose
+    /// source reported no frames.
+    pub fn video_figures(&self, from_s: u64, to_s: u64, end: Time) -> Option<VideoFigures> {
+        (!self.video.is_empty()).then(|| {
+            self.video.figures(
+                Time::from_secs(from_s),
+                Time::from_secs(to_s),
+                &self.counted(from_s, to_s, end),
+            )
+        })
+    }
+
     /// Figures over the whole seconds `[from_s, to_s)`; the last second
     /// may be partial when `end` (the end of the run) falls inside it, and
     /// rates are then over the part that was run.
@@ -275,22 +313,7 @@ impl FlowRecord {
         let sent = self.window_sent(from, to);
         let mut recv_min: Option<f64> = None;
         let mut loss_max: Option<f64> = None;
-        let (w_from, w_to) = (Time::from_secs(from_s), Time::from_secs(to_s).min(end));
-        let counted: Vec<usize> = {
-            let present: Vec<usize> = (0..self.recv.len())
-                .filter(|&r| {
-                    self.presence
-                        .get(r)
-                        .and_then(|p| p.as_ref())
-                        .is_none_or(|iv| iv.iter().any(|&(a, b)| a <= w_from && w_to <= b))
-                })
-                .collect();
-            if present.is_empty() {
-                (0..self.recv.len()).collect()
-            } else {
-                present
-            }
-        };
+        let counted = self.counted(from_s, to_s, end);
         for r in counted.iter().map(|&i| &self.recv[i]) {
             let (mut bytes, mut pk) = (0u64, 0u64);
             for b in r.iter().take(to).skip(from) {
@@ -359,6 +382,7 @@ impl FlowRecorder {
             stray_packets: 0,
             presence: Vec::new(),
             layered: LayeredRecord::default(),
+            video: VideoRecord::default(),
         });
         id
     }
@@ -411,6 +435,24 @@ impl FlowRecorder {
                         min: layers_min,
                         max: layers_max,
                     });
+                }
+            }
+            Event::FrameHanded {
+                flow,
+                frame,
+                units,
+                key,
+            } => {
+                if let Some(f) = self.flow_mut(flow) {
+                    f.video.handed(frame, now, units, key);
+                }
+            }
+            Event::FrameUnitReceived { flow, frame } => {
+                if let Some(f) = self.flow_mut(flow) {
+                    match f.receivers.iter().position(|&n| n == node) {
+                        Some(r) => f.video.unit_received(r, f.receivers.len(), frame),
+                        None => f.stray_packets += 1,
+                    }
                 }
             }
             Event::RateOffered { .. } | Event::LinkControl(_) => {}
@@ -467,13 +509,16 @@ impl FlowRecorder {
 
     /// The layered record of `flow`, if declared.
     pub fn layered_mut(&mut self, flow: FlowId) -> Option<&mut LayeredRecord> {
-        match self.flows.get_mut(flow.index()) {
-            Some(f) => Some(&mut f.layered),
-            None => {
-                self.unknown_flow_events += 1;
-                None
-            }
+        self.flow_mut(flow).map(|f| &mut f.layered)
+    }
+
+    /// The record of `flow`, if declared (else counted as unknown).
+    fn flow_mut(&mut self, flow: FlowId) -> Option<&mut FlowRecord> {
+        let f = self.flows.get_mut(flow.index());
+        if f.is_none() {
+            self.unknown_flow_events += 1;
         }
+        f
     }
 
     /// Declare when `node`, a receiver of `flow`, is present: it then only
@@ -606,6 +651,62 @@ mod tests {
             assert_eq!(DropCause::ALL[c.index()], c);
         }
         assert_eq!(DropCause::from_name("lost"), None);
+    }
+
+    #[test]
+    fn video_frames_count_per_receiver_and_present_receivers_only() {
+        let mut r = FlowRecorder::new();
+        let (a, b, c) = (NodeId(0), NodeId(1), NodeId(2));
+        let f = r.add_flow("f", "session", a, vec![b, c]);
+        let at = |ms: u64| Time::from_millis(ms);
+        // Without frames a session has no frame figures.
+        assert_eq!(r.flows()[0].video_figures(0, 1, at(4000)), None);
+        // Four frames of two units at 0.5 s, 1.5 s, 2.5 s and 3.5 s, a
+        // keyframe first; b gets every unit, c every unit but frame 1's
+        // second, and c is present only from 2 s on.
+        for k in 0..4u64 {
+            let t = at(500 + 1000 * k);
+            let handed = crate::Event::FrameHanded {
+                flow: f,
+                frame: k,
+                units: 2,
+                key: k == 0,
+            };
+            r.record(a, t, &handed);
+            for (node, units) in [(b, 2), (c, if k == 1 { 1 } else { 2 })] {
+                for _ in 0..units {
+                    let got = crate::Event::FrameUnitReceived { flow: f, frame: k };
+                    r.record(node, t + Duration::from_millis(30), &got);
+                }
+            }
+        }
+        r.set_presence(f, c, vec![(at(2000), at(4000))]);
+        let rec = &r.flows()[0];
+        let end = at(4000);
+        // Over the whole run only b counts (c was not there throughout).
+        let all = rec.video_figures(0, 4, end).unwrap();
+        assert_eq!(
+            (all.frames, all.whole_min, all.decodable_min),
+            (4, Some(1.0), Some(1.0))
+        );
+        // From 2 s on c counts too: its frames 2 and 3 are whole but
+        // predict from frame 1, which was not.
+        let late = rec.video_figures(2, 4, end).unwrap();
+        assert_eq!(
+            (late.frames, late.whole_min, late.decodable_min),
+            (2, Some(1.0), Some(0.0))
+        );
+        // A unit from a node that is no receiver is a stray; one of an
+        // undeclared flow is unknown.
+        let stray = crate::Event::FrameUnitReceived { flow: f, frame: 0 };
+        r.record(NodeId(7), at(100), &stray);
+        let unknown = crate::Event::FrameUnitReceived {
+            flow: FlowId(9),
+            frame: 0,
+        };
+        r.record(b, at(100), &unknown);
+        assert_eq!(r.flows()[0].stray_packets, 1);
+        assert_eq!(r.unknown_flow_events, 1);
     }
 
     #[test]

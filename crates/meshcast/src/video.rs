@@ -16,9 +16,17 @@
 //! that must still arrive within the delay bound. This is what
 //! [`CelerityParams::burst`](meshcast_proto::celerity::CelerityParams::burst)
 //! is measured with (docs/celerity.md, "Keyframes").
+//!
+//! Each unit begins with its frame's number (8 bytes, little-endian; the
+//! smallest unit a peer takes is 16), so that the receivers' encoders
+//! report which frame each unit they got belongs to
+//! ([`Event::FrameUnitReceived`]), as the source's reports each frame it
+//! hands over ([`Event::FrameHanded`]): the report's frame figures
+//! ([`meshcast_core::video`]) come from them.
 
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Time, Transmit};
 use meshcast_proto::celerity::{CelerityPeer, MEDIA_BYTES};
+use std::collections::VecDeque;
 
 /// The encoder's shape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,6 +51,11 @@ pub struct VideoParams {
 }
 
 impl VideoParams {
+    /// Whether frame `k` is a keyframe.
+    pub fn is_key(&self, k: u64) -> bool {
+        k % self.gop() == 0
+    }
+
     /// Frames from one keyframe to the next (at least 1).
     fn gop(&self) -> u64 {
         ((self.keyframe_interval.as_secs_f64() * self.fps).round() as u64).max(1)
@@ -115,10 +128,24 @@ pub fn packetise_skipping(skipped: &mut usize, bytes: usize, unit: usize) -> Vec
     packetise(bytes, unit)
 }
 
+/// The frame number a unit of [`VideoApp`]'s carries (`None` for a unit
+/// too short to carry one, which no simulated encoder hands over).
+pub fn unit_frame(unit: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(unit.get(..8)?.try_into().ok()?))
+}
+
+/// A unit of `len` bytes (at least 8) of frame `frame`.
+fn frame_unit(frame: u64, len: usize) -> Vec<u8> {
+    let mut unit = vec![0u8; len.max(8)];
+    unit[..8].copy_from_slice(&frame.to_le_bytes());
+    unit
+}
+
 /// A Celerity peer driven by a simulated encoder. Everything the
 /// simulator asks of the endpoint goes to the peer; the encoder hands its
-/// frames over at their times, and the media that arrive for it are
-/// dropped (the figures come from the peer's events).
+/// frames over at their times, and of the media that arrive for it only
+/// each unit's frame is reported (the other figures come from the peer's
+/// events).
 pub struct VideoApp {
     peer: CelerityPeer,
     video: VideoParams,
@@ -128,6 +155,13 @@ pub struct VideoApp {
     /// The bytes of the frames skipped since the last one coded
     /// ([`packetise_skipping`]).
     skipped: usize,
+    /// Frames handed over so far (the next one's number) and whether a
+    /// keyframe was skipped since the last: the next frame coded is then
+    /// the keyframe, as an encoder that drops frames keeps its keyframes.
+    handed: u64,
+    key_pending: bool,
+    /// The encoder's own events, reported before the peer's.
+    events: VecDeque<Event>,
 }
 
 impl VideoApp {
@@ -145,6 +179,9 @@ impl VideoApp {
             frame: 0,
             closed: false,
             skipped: 0,
+            handed: 0,
+            key_pending: false,
+            events: VecDeque::new(),
         }
     }
 
@@ -161,17 +198,38 @@ impl VideoApp {
                 .then(|| self.peer.offered_frame_bytes() as usize);
             let bytes = self.video.frame_bytes(self.frame, bps, budget);
             let unit = self.peer.offered_packet_bytes() as usize;
-            for len in packetise_skipping(&mut self.skipped, bytes, unit) {
-                self.peer.handle_media(now, &vec![0u8; len]);
+            let units = packetise_skipping(&mut self.skipped, bytes, unit);
+            let key = self.key_pending || self.video.is_key(self.frame);
+            if units.is_empty() {
+                self.key_pending = key;
+            } else {
+                self.key_pending = false;
+                let frame = self.handed;
+                self.handed += 1;
+                self.events.push_back(Event::FrameHanded {
+                    flow: self.peer.flow(),
+                    frame,
+                    units: units.len() as u32,
+                    key,
+                });
+                for len in units {
+                    self.peer.handle_media(now, &frame_unit(frame, len));
+                }
             }
             self.frame += 1;
             self.next_frame += gap;
         }
     }
 
-    /// The simulator has no application to read media: drop what arrived.
+    /// The simulator has no application to show media: report each
+    /// arrived unit's frame.
     fn drain_media(&mut self) {
-        while self.peer.poll_media().is_some() {}
+        while let Some((flow, unit)) = self.peer.poll_media() {
+            if let Some(frame) = unit_frame(&unit) {
+                self.events
+                    .push_back(Event::FrameUnitReceived { flow, frame });
+            }
+        }
     }
 }
 
@@ -202,7 +260,7 @@ impl Endpoint for VideoApp {
     }
 
     fn poll_event(&mut self) -> Option<Event> {
-        self.peer.poll_event()
+        self.events.pop_front().or_else(|| self.peer.poll_event())
     }
 
     fn handle_media(&mut self, _now: Time, _payload: &[u8]) -> bool {
@@ -278,6 +336,18 @@ mod tests {
         let flat = v.frame_bytes(0, bps, Some(100));
         assert_eq!(flat, 1250);
         assert_eq!(v.frame_bytes(1, bps, Some(100)), 1250);
+    }
+
+    #[test]
+    fn a_unit_carries_its_frames_number() {
+        for (frame, len) in [(0, 16), (7, 1400), (u64::MAX, 8)] {
+            let unit = frame_unit(frame, len);
+            assert_eq!(unit.len(), len);
+            assert_eq!(unit_frame(&unit), Some(frame));
+        }
+        assert_eq!(unit_frame(&[1, 2, 3]), None);
+        let v = eight_every_two_s(true);
+        assert!(v.is_key(0) && v.is_key(60) && !v.is_key(59));
     }
 
     #[test]

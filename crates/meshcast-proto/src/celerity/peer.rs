@@ -2546,6 +2546,11 @@ impl CelerityPeer {
         });
     }
 
+    /// This peer's own session's flow.
+    pub fn flow(&self) -> FlowId {
+        self.cfg.flows[self.me]
+    }
+
     /// The rate this peer's session sends at, bits/s (what an encoder
     /// should produce).
     pub fn offered_rate(&self) -> Rate {

@@ -11,6 +11,7 @@ use crate::scenario::Scenario;
 use meshcast_core::Time;
 use meshcast_core::layered::LayeredFigures;
 use meshcast_core::metrics::{Drops, FlowFigures, FlowRecord, Overhead};
+use meshcast_core::video::VideoFigures;
 use meshcast_sim::{Counters, LinkFigures, LinkRecord, RunStats};
 use serde::Serialize;
 use std::path::Path;
@@ -245,6 +246,10 @@ pub struct FlowSample {
     /// second.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub layered: Option<LayeredFigures>,
+    /// A session's video frame figures over frames generated in the
+    /// second (simulated encoders only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub video: Option<VideoFigures>,
 }
 
 /// A flow's figures over a report window. A conference session's also
@@ -269,6 +274,10 @@ pub struct FlowWindowFigures {
     /// window.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub layered: Option<LayeredFigures>,
+    /// A session's video frame figures over frames generated in the
+    /// window (simulated encoders only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub video: Option<VideoFigures>,
 }
 
 /// A flow's figures over a report window.
@@ -291,6 +300,10 @@ pub struct FlowSummary {
     /// whole run, by cause.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<Drops>,
+    /// A session's video frame figures over the whole run (simulated
+    /// encoders only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub video: Option<VideoFigures>,
     /// One entry per second.
     pub series: Vec<FlowSample>,
     /// One entry per report window.
@@ -402,6 +415,14 @@ pub(crate) fn layered_metrics(l: &LayeredFigures) -> [(&'static str, Option<f64>
     ]
 }
 
+fn rounded_video(f: Option<VideoFigures>) -> Option<VideoFigures> {
+    f.map(|f| VideoFigures {
+        whole_min: f.whole_min.map(|v| r(v, 6)),
+        decodable_min: f.decodable_min.map(|v| r(v, 6)),
+        ..f
+    })
+}
+
 fn rounded_layered(f: LayeredFigures) -> LayeredFigures {
     LayeredFigures {
         layers_min_mean: f.layers_min_mean.map(|v| r(v, 4)),
@@ -494,6 +515,7 @@ fn flow_summary(
             optimum_twohop_kbps: opt(from, to, "twohop"),
             dropped: session_drops(f, from, to),
             layered: layered(from, to),
+            video: rounded_video(f.video_figures(from, to, stats.end)),
         }),
         layered: is_layered.then(|| layered_summary(sc, f, secs)),
         ..measured_flow(f, secs, stats.end, name, |t| {
@@ -527,11 +549,13 @@ pub(crate) fn measured_flow(
         receivers: f.receivers.iter().map(|&n| name(n)).collect(),
         total: rounded_flow(f.figures(0, secs, end)),
         dropped: session_drops(f, 0, secs),
+        video: rounded_video(f.video_figures(0, secs, end)),
         series: (0..secs)
             .map(|t| FlowSample {
                 t_s: t,
                 fig: rounded_flow(f.figures(t, t + 1, end)),
                 layered: layered(t),
+                video: rounded_video(f.video_figures(t, t + 1, end)),
             })
             .collect(),
         windows: Vec::new(),
