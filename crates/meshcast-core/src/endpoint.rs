@@ -64,8 +64,8 @@ pub enum Event {
     },
     /// The endpoint's application, as the source of `flow`, handed frame
     /// `frame` of its video to the endpoint in `units` units (frames
-    /// numbered densely from 0, in the order handed over; a driver counts
-    /// frames by the time it reports this: [`crate::video`]).
+    /// numbered upwards in the order handed over; a driver counts frames
+    /// by the time it reports this: [`crate::video`]).
     FrameHanded {
         /// The flow.
         flow: FlowId,
@@ -83,6 +83,16 @@ pub enum Event {
         flow: FlowId,
         /// The frame's number.
         frame: u64,
+    },
+    /// The endpoint, as the source of `flow` carrying application media,
+    /// was asked by `from`, a receiver whose frames stopped decoding, for
+    /// a keyframe (a picture loss indication, RTCP's PLI): its encoder
+    /// should make its next frame one.
+    KeyframeRequested {
+        /// The flow.
+        flow: FlowId,
+        /// The receiver that asked.
+        from: NodeId,
     },
     /// The endpoint, as the source of `flow` carrying application media,
     /// now offers the application `rate` in packets of at most

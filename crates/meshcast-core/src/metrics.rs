@@ -455,7 +455,8 @@ impl FlowRecorder {
                     }
                 }
             }
-            Event::RateOffered { .. } | Event::LinkControl(_) => {}
+            Event::RateOffered { .. } | Event::KeyframeRequested { .. } | Event::LinkControl(_) => {
+            }
         }
     }
 

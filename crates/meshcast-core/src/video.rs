@@ -39,7 +39,8 @@ struct Handed {
 /// receiver got of them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VideoRecord {
-    /// Indexed by frame number (dense from 0 in the source's order).
+    /// Indexed by frame number (in the source's order; numbers never
+    /// handed over hold frames of no units).
     frames: Vec<Handed>,
     /// Per receiver (in the flow's receiver order), per frame number: the
     /// units that arrived.
@@ -66,11 +67,12 @@ impl VideoRecord {
         self.frames.is_empty()
     }
 
-    /// The source handed over frame `frame` (numbered densely from 0) at
-    /// `now` in `units` units; `key`: a keyframe. Frame numbers that skip
-    /// ahead leave frames of no units, which count as neither whole nor
-    /// missing: they were never handed over. Returns false (and records
-    /// nothing) for a number already recorded.
+    /// The source handed over frame `frame` (numbered upwards in the
+    /// order handed over) at `now` in `units` units; `key`: a keyframe.
+    /// Frame numbers that skip ahead (a source that left and joined again
+    /// goes on from higher numbers) leave frames of no units, which count
+    /// as neither whole nor missing: they were never handed over. Returns
+    /// false (and records nothing) for a number already recorded.
     pub fn handed(&mut self, frame: u64, now: Time, units: u32, key: bool) -> bool {
         let Ok(i) = usize::try_from(frame) else {
             return false;

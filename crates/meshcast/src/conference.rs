@@ -143,6 +143,7 @@ pub(crate) struct RawConference {
     keyframe_interval_s: Option<Spanned<f64>>,
     keyframe_ratio: Option<Spanned<f64>>,
     keyframe_budget: Option<Spanned<bool>>,
+    keyframe_requests: Option<Spanned<bool>>,
     video_kbps: Option<Spanned<f64>>,
 }
 
@@ -466,6 +467,13 @@ pub(crate) fn check(
                 keyframe_interval: Duration::from_secs_f64(interval),
                 keyframe_ratio: ratio,
                 keyframe_budget: raw.keyframe_budget.as_ref().is_none_or(|b| *b.get_ref()),
+                // An encoder held at a fixed rate stands for an
+                // application that follows no feedback (ffmpeg's command
+                // line): it honours no requests unless told to.
+                keyframe_requests: raw
+                    .keyframe_requests
+                    .as_ref()
+                    .map_or(raw.video_kbps.is_none(), |b| *b.get_ref()),
                 fixed_bps: positive(&raw.video_kbps, "conference.video_kbps")?.map(|k| k * 1e3),
             })
         }
@@ -479,12 +487,13 @@ pub(crate) fn check(
                     return Err(loc.err(v.span(), field, "needs conference.video_fps"));
                 }
             }
-            if let Some(v) = &raw.keyframe_budget {
-                return Err(loc.err(
-                    v.span(),
-                    "conference.keyframe_budget",
-                    "needs conference.video_fps",
-                ));
+            for (v, field) in [
+                (&raw.keyframe_budget, "conference.keyframe_budget"),
+                (&raw.keyframe_requests, "conference.keyframe_requests"),
+            ] {
+                if let Some(v) = v {
+                    return Err(loc.err(v.span(), field, "needs conference.video_fps"));
+                }
             }
             None
         }

@@ -17,16 +17,25 @@
 //! [`CelerityParams::burst`](meshcast_proto::celerity::CelerityParams::burst)
 //! is measured with (docs/celerity.md, "Keyframes").
 //!
-//! Each unit begins with its frame's number (8 bytes, little-endian; the
-//! smallest unit a peer takes is 16), so that the receivers' encoders
-//! report which frame each unit they got belongs to
-//! ([`Event::FrameUnitReceived`]), as the source's reports each frame it
-//! hands over ([`Event::FrameHanded`]): the report's frame figures
-//! ([`meshcast_core::video`]) come from them.
+//! Each unit begins with its frame's number, how many units the frame
+//! went out in, whether it is a keyframe and when it was handed over
+//! ([`UnitHeader`], 15 bytes; the smallest unit a peer takes is 16), so
+//! that the receivers' encoders report which frame each unit they got
+//! belongs to ([`Event::FrameUnitReceived`]), as the source's reports
+//! each frame it hands over ([`Event::FrameHanded`]): the report's frame
+//! figures ([`meshcast_core::video`]) come from them.
+//!
+//! With `keyframe_requests` (the default for encoders that follow the
+//! rate) a receiver that loses a frame asks its source for a keyframe
+//! ([`CelerityPeer::request_keyframe`], RTCP's picture loss indication),
+//! and the source's encoder makes its next frame one, as WebRTC's
+//! encoders do: without it a frame lost spoils every frame up to the next
+//! regular keyframe (docs/celerity.md, "Frames and keyframes on
+//! request").
 
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Time, Transmit};
 use meshcast_proto::celerity::{CelerityPeer, MEDIA_BYTES};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// The encoder's shape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,6 +52,12 @@ pub struct VideoParams {
     /// transport's feedback: the keyframe's ratio falls as far as that
     /// needs (not under 1), and the frames between take what it gave up.
     pub keyframe_budget: bool,
+    /// Whether receivers ask for a keyframe when a frame is lost and the
+    /// encoder makes its next frame one, between its regular keyframes,
+    /// keeping its rate (`conference.keyframe_requests`: the default, but
+    /// with `fixed_bps`; see [`KEYFRAME_GAP`] and
+    /// [`VideoApp`]'s `frame_size`).
+    pub keyframe_requests: bool,
     /// A rate the encoder holds whatever the peer offers, bits/s
     /// (`conference.video_kbps`): an application that does not follow the
     /// offered rate, as an encoder set to a fixed bitrate. `None` follows
@@ -128,17 +143,86 @@ pub fn packetise_skipping(skipped: &mut usize, bytes: usize, unit: usize) -> Vec
     packetise(bytes, unit)
 }
 
-/// The frame number a unit of [`VideoApp`]'s carries (`None` for a unit
-/// too short to carry one, which no simulated encoder hands over).
-pub fn unit_frame(unit: &[u8]) -> Option<u64> {
-    Some(u64::from_le_bytes(unit.get(..8)?.try_into().ok()?))
+/// How soon after a keyframe the encoder makes another on request: a
+/// request for a frame lost before that keyframe is answered by it, and
+/// requests that cross it on the way (every receiver asks) are not
+/// answered twice. The default delay bound's 200 ms.
+pub const KEYFRAME_GAP: Duration = Duration::from_millis(200);
+
+/// What each unit of [`VideoApp`]'s begins with: its frame's number
+/// (8 bytes, little-endian), the frame's units (2), whether it is a
+/// keyframe (1) and when the encoder handed it over, ms on the source's
+/// clock (4, wrapping).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnitHeader {
+    /// The frame's number: upwards in the order handed over, from the
+    /// encoder's start's frame slot.
+    pub frame: u64,
+    /// The units the frame went out in.
+    pub units: u16,
+    /// Whether the frame is a keyframe.
+    pub key: bool,
+    /// When it was handed over, ms (wrapping at 2^32).
+    pub handed_ms: u32,
 }
 
-/// A unit of `len` bytes (at least 8) of frame `frame`.
-fn frame_unit(frame: u64, len: usize) -> Vec<u8> {
-    let mut unit = vec![0u8; len.max(8)];
-    unit[..8].copy_from_slice(&frame.to_le_bytes());
-    unit
+impl UnitHeader {
+    /// Its length: every unit a peer takes (16 bytes or more) holds it.
+    pub const LEN: usize = 15;
+
+    /// The header a unit begins with (`None` for a unit too short to
+    /// carry one, which no simulated encoder hands over).
+    pub fn parse(unit: &[u8]) -> Option<UnitHeader> {
+        let b = unit.get(..Self::LEN)?;
+        Some(UnitHeader {
+            frame: u64::from_le_bytes(b[..8].try_into().ok()?),
+            units: u16::from_le_bytes([b[8], b[9]]),
+            key: b[10] != 0,
+            handed_ms: u32::from_le_bytes(b[11..15].try_into().ok()?),
+        })
+    }
+
+    /// A unit of `len` bytes (at least [`UnitHeader::LEN`]) that begins
+    /// with this header.
+    fn unit(&self, len: usize) -> Vec<u8> {
+        let mut unit = vec![0u8; len.max(Self::LEN)];
+        unit[..8].copy_from_slice(&self.frame.to_le_bytes());
+        unit[8..10].copy_from_slice(&self.units.to_le_bytes());
+        unit[10] = u8::from(self.key);
+        unit[11..15].copy_from_slice(&self.handed_ms.to_le_bytes());
+        unit
+    }
+}
+
+/// A time in ms, wrapping as [`UnitHeader::handed_ms`] does.
+fn wrapping_ms(t: Time) -> u32 {
+    (t.as_nanos() / 1_000_000) as u32
+}
+
+/// A frame a receiver has had units of and whose fate is not settled.
+#[derive(Clone, Copy, Debug)]
+struct Arriving {
+    /// When its source handed it over.
+    handed: Time,
+    units: u16,
+    got: u16,
+    key: bool,
+}
+
+/// What a receiver's decoder knows of one session's frames.
+#[derive(Clone, Debug, Default)]
+struct Incoming {
+    /// Frames with units here whose units may still arrive, by number.
+    arriving: BTreeMap<u64, Arriving>,
+    /// The next frame number to settle: every frame before it has
+    /// arrived whole or never will.
+    next: u64,
+    /// Whether the frames settled so far can be shown: the last keyframe
+    /// and every frame since arrived whole.
+    showing: bool,
+    /// When this receiver last asked for a keyframe, while it waits for
+    /// one.
+    asked: Option<Time>,
 }
 
 /// A Celerity peer driven by a simulated encoder. Everything the
@@ -155,13 +239,29 @@ pub struct VideoApp {
     /// The bytes of the frames skipped since the last one coded
     /// ([`packetise_skipping`]).
     skipped: usize,
-    /// Frames handed over so far (the next one's number) and whether a
-    /// keyframe was skipped since the last: the next frame coded is then
-    /// the keyframe, as an encoder that drops frames keeps its keyframes.
+    /// The next frame's number (dense from the start's frame slot) and
+    /// whether a keyframe was skipped since the last: the next frame coded
+    /// is then the keyframe, as an encoder that drops frames keeps its
+    /// keyframes.
     handed: u64,
     key_pending: bool,
     /// The encoder's own events, reported before the peer's.
     events: VecDeque<Event>,
+    /// A receiver asked for a keyframe: the next frame is one.
+    key_asked: bool,
+    /// When the encoder last handed over a keyframe.
+    last_key: Option<Time>,
+    /// The encoder's rate control for keyframes made on request: the
+    /// bytes the frames since the last keyframe were sized at and what the
+    /// rate allowed meanwhile, and the bytes the frames still owe (see
+    /// [`VideoApp::frame_size`]).
+    since_key_bytes: f64,
+    since_key_allowed: f64,
+    debt: f64,
+    /// Per session received, what its frames' decoder knows.
+    incoming: BTreeMap<FlowId, Incoming>,
+    /// The time of the last feed (the peer's events are read at it).
+    now: Time,
 }
 
 impl VideoApp {
@@ -179,9 +279,19 @@ impl VideoApp {
             frame: 0,
             closed: false,
             skipped: 0,
-            handed: 0,
+            // Numbered from the frame slot of the start, so that a
+            // participant that leaves and joins again goes on with higher
+            // numbers than its last life's.
+            handed: (start.as_nanos() as f64 / 1e9 * video.fps).round() as u64,
             key_pending: false,
             events: VecDeque::new(),
+            key_asked: false,
+            last_key: None,
+            since_key_bytes: 0.0,
+            since_key_allowed: 0.0,
+            debt: 0.0,
+            incoming: BTreeMap::new(),
+            now: Time::ZERO,
         }
     }
 
@@ -196,24 +306,35 @@ impl VideoApp {
                 .video
                 .keyframe_budget
                 .then(|| self.peer.offered_frame_bytes() as usize);
-            let bytes = self.video.frame_bytes(self.frame, bps, budget);
+            // A keyframe on request comes between the regular ones and
+            // leaves their schedule alone (see `VideoApp::frame_size`).
+            let asked = std::mem::take(&mut self.key_asked);
+            let bytes = self.frame_size(self.frame, bps, budget, asked);
             let unit = self.peer.offered_packet_bytes() as usize;
             let units = packetise_skipping(&mut self.skipped, bytes, unit);
-            let key = self.key_pending || self.video.is_key(self.frame);
+            let key = self.key_pending || asked || self.video.is_key(self.frame);
             if units.is_empty() {
                 self.key_pending = key;
             } else {
                 self.key_pending = false;
-                let frame = self.handed;
+                if key {
+                    self.last_key = Some(now);
+                }
+                let header = UnitHeader {
+                    frame: self.handed,
+                    units: units.len().min(usize::from(u16::MAX)) as u16,
+                    key,
+                    handed_ms: wrapping_ms(now),
+                };
                 self.handed += 1;
                 self.events.push_back(Event::FrameHanded {
                     flow: self.peer.flow(),
-                    frame,
+                    frame: header.frame,
                     units: units.len() as u32,
                     key,
                 });
                 for len in units {
-                    self.peer.handle_media(now, &frame_unit(frame, len));
+                    self.peer.handle_media(now, &header.unit(len));
                 }
             }
             self.frame += 1;
@@ -221,30 +342,165 @@ impl VideoApp {
         }
     }
 
+    /// The bytes of frame `k` at `bps` (`asked`: a keyframe made on
+    /// request, the size of a regular one). Frames are sized so that a
+    /// whole keyframe interval carries the rate
+    /// ([`VideoParams::frame_bytes`]); a keyframe on request is one more
+    /// keyframe than its interval's frames pay for. With
+    /// `keyframe_requests` the encoder keeps its rate over them, as an
+    /// encoder's rate control does: at every keyframe, what the frames
+    /// since the last were sized at beyond what the rate allowed
+    /// meanwhile is owed; a keyframe on request is smaller by what is owed
+    /// (not under a frame between keyframes), and the frames between
+    /// keyframes by up to half their size, until it is paid. Without
+    /// requests every frame is [`VideoParams::frame_bytes`]'s.
+    ///
+    /// A keyframe on request does not restart the keyframe interval. It
+    /// did in the first form, as x264's forced keyframes do, and the
+    /// encoders whose frames a congested link had cost all restarted at
+    /// once; their regular keyframes then fell together for good, into
+    /// the same link every interval, and the slow cores lost a second of
+    /// packets every 8 s (docs/celerity.md, "Frames and keyframes on
+    /// request").
+    fn frame_size(&mut self, k: u64, bps: f64, budget: Option<usize>, asked: bool) -> usize {
+        let key = asked || self.video.is_key(k);
+        let nominal = self
+            .video
+            .frame_bytes(if asked { 0 } else { k }, bps, budget);
+        if !self.video.keyframe_requests {
+            return nominal;
+        }
+        if key {
+            self.debt += (self.since_key_bytes - self.since_key_allowed).max(0.0);
+            self.since_key_bytes = 0.0;
+            self.since_key_allowed = 0.0;
+        }
+        let room = if !key {
+            nominal as f64 / 2.0
+        } else if asked {
+            nominal.saturating_sub(self.video.frame_bytes(1, bps, budget)) as f64
+        } else {
+            0.0
+        };
+        let less = self.debt.min(room).floor();
+        self.debt -= less;
+        // What the frames were sized at, repayments apart: each interval
+        // owes what its own frames spent beyond the rate.
+        self.since_key_bytes += nominal as f64;
+        self.since_key_allowed += bps / 8.0 / self.video.fps;
+        nominal - less as usize
+    }
+
     /// The simulator has no application to show media: report each
-    /// arrived unit's frame.
-    fn drain_media(&mut self) {
+    /// arrived unit's frame, and with `keyframe_requests` settle the
+    /// frames whose units can no longer arrive and ask for a keyframe
+    /// where one was lost.
+    fn drain_media(&mut self, now: Time) {
         while let Some((flow, unit)) = self.peer.poll_media() {
-            if let Some(frame) = unit_frame(&unit) {
-                self.events
-                    .push_back(Event::FrameUnitReceived { flow, frame });
+            let Some(h) = UnitHeader::parse(&unit) else {
+                continue;
+            };
+            self.events.push_back(Event::FrameUnitReceived {
+                flow,
+                frame: h.frame,
+            });
+            if !self.video.keyframe_requests {
+                continue;
+            }
+            let inc = self.incoming.entry(flow).or_default();
+            if h.frame < inc.next {
+                continue;
+            }
+            // The handed time travels as wrapping ms: it is the latest
+            // such time at or before now.
+            let age = wrapping_ms(now).wrapping_sub(h.handed_ms);
+            let handed =
+                Time::from_nanos(now.as_nanos().saturating_sub(u64::from(age) * 1_000_000));
+            let a = inc.arriving.entry(h.frame).or_insert(Arriving {
+                handed,
+                units: h.units,
+                got: 0,
+                key: h.key,
+            });
+            a.got = a.got.saturating_add(1);
+        }
+        if self.video.keyframe_requests {
+            self.settle(now);
+        }
+    }
+
+    /// Settle every session's frames whose units can no longer arrive
+    /// (a peer delivers none older than the delay bound), in order: a
+    /// keyframe that arrived whole makes the frames after it showable, a
+    /// frame short of a unit or missing altogether (a number skipped)
+    /// makes them not, until the next keyframe. While a session's frames
+    /// cannot be shown, ask its source for a keyframe, and again after
+    /// twice the delay bound while none made since is on its way.
+    fn settle(&mut self, now: Time) {
+        let bound = self.peer.delay_bound();
+        for (&flow, inc) in &mut self.incoming {
+            while let Some((&frame, a)) = inc.arriving.first_key_value() {
+                // The handed time came in whole ms: a little more.
+                if a.handed + bound + Duration::from_millis(2) >= now {
+                    break;
+                }
+                let whole = a.got >= a.units;
+                if frame > inc.next {
+                    // Frames before it never came at all.
+                    inc.showing = false;
+                }
+                if a.key && whole {
+                    inc.showing = true;
+                    inc.asked = None;
+                } else if !whole {
+                    inc.showing = false;
+                }
+                inc.next = frame + 1;
+                inc.arriving.pop_first();
+            }
+            // Asked again only when no keyframe made since the last
+            // request is on its way and twice the delay bound has passed.
+            let due = inc.asked.is_none_or(|t| {
+                now.saturating_since(t) >= bound + bound
+                    && !inc.arriving.values().any(|a| a.key && a.handed >= t)
+            });
+            if !inc.showing && inc.next > 0 && due && self.peer.request_keyframe(now, flow) {
+                inc.asked = Some(now);
             }
         }
+    }
+
+    /// The peer's next event; a keyframe request for this encoder's
+    /// session makes its next frame a keyframe, unless it made one within
+    /// [`KEYFRAME_GAP`].
+    fn next_event(&mut self) -> Option<Event> {
+        let e = self.peer.poll_event()?;
+        if let Event::KeyframeRequested { .. } = e
+            && self.video.keyframe_requests
+            && self
+                .last_key
+                .is_none_or(|k| self.now.saturating_since(k) >= KEYFRAME_GAP)
+        {
+            self.key_asked = true;
+        }
+        Some(e)
     }
 }
 
 impl Endpoint for VideoApp {
     fn handle_datagram(&mut self, now: Time, from: Addr, payload: &[u8]) {
+        self.now = now;
         self.peer.handle_datagram(now, from, payload);
-        self.drain_media();
+        self.drain_media(now);
     }
 
     fn handle_timeout(&mut self, now: Time) {
+        self.now = now;
         self.frames_due(now);
         if self.peer.poll_timeout().is_some_and(|t| t <= now) {
             self.peer.handle_timeout(now);
         }
-        self.drain_media();
+        self.drain_media(now);
     }
 
     fn poll_transmit(&mut self, now: Time) -> Option<Transmit> {
@@ -260,7 +516,7 @@ impl Endpoint for VideoApp {
     }
 
     fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front().or_else(|| self.peer.poll_event())
+        self.events.pop_front().or_else(|| self.next_event())
     }
 
     fn handle_media(&mut self, _now: Time, _payload: &[u8]) -> bool {
@@ -288,6 +544,7 @@ mod tests {
             keyframe_interval: Duration::from_secs(2),
             keyframe_ratio: 8.0,
             keyframe_budget,
+            keyframe_requests: false,
             fixed_bps: None,
         }
     }
@@ -338,14 +595,96 @@ mod tests {
         assert_eq!(v.frame_bytes(1, bps, Some(100)), 1250);
     }
 
+    /// An encoder of `v` on a peer of a two-member conference that has
+    /// not started.
+    fn app(v: VideoParams) -> VideoApp {
+        use meshcast_core::NodeId;
+        use meshcast_proto::celerity::{CelerityConfig, CelerityParams};
+        let cfg = CelerityConfig {
+            me: 0,
+            participants: (0..2).map(|i| Addr::new(NodeId(i), 7)).collect(),
+            flows: (0..2).map(FlowId).collect(),
+            model: meshcast_plan::Model::Deep,
+            params: CelerityParams::default(),
+        };
+        VideoApp::new(CelerityPeer::new(cfg).unwrap(), v, Time::ZERO)
+    }
+
     #[test]
-    fn a_unit_carries_its_frames_number() {
-        for (frame, len) in [(0, 16), (7, 1400), (u64::MAX, 8)] {
-            let unit = frame_unit(frame, len);
-            assert_eq!(unit.len(), len);
-            assert_eq!(unit_frame(&unit), Some(frame));
+    fn keyframes_on_request_keep_the_encoders_rate() {
+        let v = VideoParams {
+            keyframe_requests: true,
+            ..eight_every_two_s(false)
+        };
+        let bps = 300_000.0;
+        // With no request every frame is `frame_bytes`', with requests on
+        // or off.
+        for requests in [false, true] {
+            let mut a = app(VideoParams {
+                keyframe_requests: requests,
+                ..v
+            });
+            for k in 0..120 {
+                assert_eq!(
+                    a.frame_size(k, bps, None, false),
+                    v.frame_bytes(k, bps, None)
+                );
+            }
         }
-        assert_eq!(unit_frame(&[1, 2, 3]), None);
+        // A keyframe asked for every 15 frames (half a second) between the
+        // regular ones: three more keyframes an interval than its frames
+        // pay for. Over 20 s the encoder hands over what the rate allows
+        // within 2%, where sizing each as a regular keyframe would hand
+        // over 1.3 times that.
+        let mut a = app(v);
+        let (mut paid, mut free) = (0usize, 0usize);
+        for k in 0..600u64 {
+            let asked = k % 15 == 0 && !v.is_key(k);
+            paid += a.frame_size(k, bps, None, asked);
+            free += v.frame_bytes(if asked { 0 } else { k }, bps, None);
+        }
+        let allowed = bps / 8.0 * 20.0;
+        assert!(
+            (paid as f64 / allowed - 1.0).abs() < 0.02,
+            "{paid} of {allowed}"
+        );
+        assert!(free as f64 > 1.25 * allowed, "{free}");
+        // A keyframe on request is not smaller than a frame between.
+        assert!(a.frame_size(600, bps, None, true) >= v.frame_bytes(1, bps, None));
+        // An encoder that starts later (a participant that joins, or
+        // joins again) numbers its frames from its start's frame slot, past
+        // any number an earlier life of it could have used.
+        let mut later = app(v);
+        later = VideoApp::new(later.peer, v, Time::from_secs(10));
+        assert_eq!(later.handed, 300);
+        // Without requests a keyframe asked for anyway (never, in a run)
+        // is a regular keyframe's size.
+        let mut a = app(eight_every_two_s(false));
+        assert_eq!(
+            a.frame_size(7, bps, None, true),
+            v.frame_bytes(0, bps, None)
+        );
+    }
+
+    #[test]
+    fn a_unit_carries_its_frames_header() {
+        for (frame, units, key, handed_ms, len) in [
+            (0, 1, true, 0, 16),
+            (7, 3, false, 12_345, 1400),
+            (u64::MAX, u16::MAX, true, u32::MAX, UnitHeader::LEN),
+        ] {
+            let h = UnitHeader {
+                frame,
+                units,
+                key,
+                handed_ms,
+            };
+            let unit = h.unit(len);
+            assert_eq!(unit.len(), len);
+            assert_eq!(UnitHeader::parse(&unit), Some(h));
+        }
+        assert_eq!(UnitHeader::parse(&[1, 2, 3]), None);
+        assert_eq!(wrapping_ms(Time::from_millis(u64::from(u32::MAX) + 5)), 4);
         let v = eight_every_two_s(true);
         assert!(v.is_key(0) && v.is_key(60) && !v.is_key(59));
     }

@@ -1373,6 +1373,12 @@ pub struct PeerCounters {
     pub bundled_units: u64,
     /// Bundles sent (each carries two or more units).
     pub bundles: u64,
+    /// Keyframe requests this peer's application sent to other sessions'
+    /// sources ([`CelerityPeer::request_keyframe`]).
+    pub keyframe_requests_sent: u64,
+    /// Keyframe requests that reached this peer's session from its
+    /// receivers ([`Event::KeyframeRequested`]).
+    pub keyframe_requests_received: u64,
 }
 
 /// The default [`CelerityParams::bundle_wait`], ms: longer than the time
@@ -2546,9 +2552,38 @@ impl CelerityPeer {
         });
     }
 
+    /// The delay bound the conference's sessions deliver within.
+    pub fn delay_bound(&self) -> Duration {
+        self.cfg.params.delay_bound
+    }
+
     /// This peer's own session's flow.
     pub fn flow(&self) -> FlowId {
         self.cfg.flows[self.me]
+    }
+
+    /// Ask the source of `flow`, a session this peer receives, for a
+    /// keyframe: this peer's application lost one of its frames and can
+    /// show nothing more until the next keyframe (a picture loss
+    /// indication, as RTCP's PLI). The request leaves at once, on the
+    /// direct overlay link (or through a relay while it is down); the
+    /// source hands it to its application as
+    /// [`Event::KeyframeRequested`], and an encoder that honours it makes
+    /// its next frame a keyframe. When to ask, and how often, is the
+    /// application's choice: the peer sends every request it is given.
+    /// False (nothing sent) for this peer's own flow, a flow that is no
+    /// session of the conference, or a source that is not present.
+    pub fn request_keyframe(&mut self, now: Time, flow: FlowId) -> bool {
+        let Some(m) = self.cfg.flows.iter().position(|&f| f == flow) else {
+            return false;
+        };
+        if m == self.me || !self.present[m] || self.closed {
+            return false;
+        }
+        let c = Control::KeyframeRequest { session: m as u8 };
+        self.queue_control(m, now, &c, Duration::ZERO);
+        self.counters.keyframe_requests_sent += 1;
+        true
     }
 
     /// The rate this peer's session sends at, bits/s (what an encoder
@@ -4922,6 +4957,17 @@ impl CelerityPeer {
                         self.src.per_byte[u * self.n + v] =
                             Some(f64::from(s) * wire::SERIALISATION_UNIT);
                     }
+                }
+            }
+            Control::KeyframeRequest { session } => {
+                // Only for this peer's own session, from one of its
+                // receivers, and only where an application sends it.
+                if usize::from(session) == self.me && self.app.is_some() {
+                    self.counters.keyframe_requests_received += 1;
+                    self.events.push_back(Event::KeyframeRequested {
+                        flow: self.cfg.flows[self.me],
+                        from: self.cfg.participants[u].node,
+                    });
                 }
             }
             Control::Relay {

@@ -3553,3 +3553,52 @@ fn the_offer_carries_the_frame_budget() {
         "{frame} at {rate:?}"
     );
 }
+
+/// A receiver's application that lost a frame asks the source for a
+/// keyframe (`request_keyframe`): the request reaches the source within
+/// the link's delay and is handed to its application as
+/// `Event::KeyframeRequested`, naming the receiver. A source without
+/// application media, the peer's own flow and a flow of no session take
+/// no request.
+#[test]
+fn a_keyframe_request_reaches_the_sources_application() {
+    let n = 3;
+    let mut peers: Vec<CelerityPeer> = (0..n)
+        .map(|me| CelerityPeer::new(cfg(n, me)).unwrap())
+        .collect();
+    peers[0].set_app_media(true, true);
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut now = Time::ZERO;
+    let mut asked = None;
+    let mut got = Vec::new();
+    while now < Time::from_secs(3) {
+        if now == Time::from_secs(2) {
+            assert!(peers[2].request_keyframe(now, FlowId(0)));
+            // Session 1's source carries no application: asked all the
+            // same (the peer cannot know), and its peer drops it.
+            assert!(peers[2].request_keyframe(now, FlowId(1)));
+            assert!(!peers[2].request_keyframe(now, FlowId(2)));
+            assert!(!peers[2].request_keyframe(now, FlowId(9)));
+            asked = Some(now);
+        }
+        ideal_step(&mut peers, &mut inflight, now, &mut events);
+        for (at, e) in events.drain(..) {
+            if let Event::KeyframeRequested { flow, from } = e {
+                got.push((at, flow, from, now));
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    let asked = asked.unwrap();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (at, flow, from, when) = got[0];
+    assert_eq!((at, flow, from), (0, FlowId(0), NodeId(2)));
+    assert!(
+        when.saturating_since(asked) <= Duration::from_millis(3),
+        "{when:?}"
+    );
+    assert_eq!(peers[2].counters().keyframe_requests_sent, 2);
+    assert_eq!(peers[0].counters().keyframe_requests_received, 1);
+    assert_eq!(peers[1].counters().keyframe_requests_received, 0);
+}

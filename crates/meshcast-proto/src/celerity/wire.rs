@@ -203,6 +203,14 @@ pub enum Control {
         /// [`SERIALISATION_UNIT`])`.
         links: Vec<(u8, u16)>,
     },
+    /// Receiver → source: the receiver's application lost a frame of the
+    /// session and can show nothing more until a keyframe (a picture loss
+    /// indication); the source hands the request to its application
+    /// ([`meshcast_core::Event::KeyframeRequested`]).
+    KeyframeRequest {
+        /// The session.
+        session: u8,
+    },
     /// Control from `origin` for `dest`, carried by a neighbour because the
     /// overlay link between them is down. The relay forwards it to `dest`
     /// directly (one relay hop; relays are never nested).
@@ -318,6 +326,7 @@ const TLV_RELAY: u8 = 7;
 const TLV_LOSS: u8 = 8;
 const TLV_SERIAL: u8 = 9;
 const TLV_SERIALS: u8 = 10;
+const TLV_KEYFRAME: u8 = 11;
 
 /// The most `(session, rate)` pairs one rate update carries (its TLV body
 /// holds at most 255 bytes); more are left out.
@@ -649,6 +658,12 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                     .collect();
                 out.push(Control::Serialisations { links });
             }
+            TLV_KEYFRAME => {
+                if len != 1 {
+                    return Err(CelerityWireError::Invalid("keyframe request length"));
+                }
+                out.push(Control::KeyframeRequest { session: body[0] });
+            }
             TLV_RELAY => {
                 if !outer {
                     return Err(CelerityWireError::Invalid("nested relay"));
@@ -733,6 +748,9 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
                 out.extend_from_slice(&s.to_be_bytes());
             }
         }
+        Control::KeyframeRequest { session } => {
+            out.extend_from_slice(&[TLV_KEYFRAME, 1, *session]);
+        }
         Control::Relay {
             origin,
             dest,
@@ -760,7 +778,7 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
 fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
     match tlv.first().copied()? {
         TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS => Some((tlv[0], 0)),
-        TLV_STATE | TLV_SESSION => tlv.get(2).map(|&s| (tlv[0], s)),
+        TLV_STATE | TLV_SESSION | TLV_KEYFRAME => tlv.get(2).map(|&s| (tlv[0], s)),
         _ => None,
     }
 }
@@ -1386,6 +1404,7 @@ mod tests {
             Control::Serialisations {
                 links: vec![(1, 2667), (3, u16::MAX)],
             },
+            Control::KeyframeRequest { session: 5 },
             Control::Relay {
                 origin: 3,
                 dest: 0,
@@ -1394,6 +1413,7 @@ mod tests {
                         session: 0,
                         links: vec![(1, 7, 8)],
                     },
+                    Control::KeyframeRequest { session: 3 },
                     Control::Bye,
                 ],
             },
