@@ -22,7 +22,11 @@ comparison: the mean change of the worst
 fraction with a 95% interval (normal approximation over the underlays'
 changes), how many underlays rose and fell by at least T (default 0.02)
 with the two-sided sign test's p-value over those, the underlays that
-crossed 0.8 each way, and every underlay that moved by T or more.
+crossed 0.8 each way, and every underlay that moved by T or more. Where
+both scorings ran simulated video (`conference.video_fps`), the rows add
+the worst session's whole and decodable frames and the same paired
+comparison follows for the decodable frames (docs/celerity.md, "Frames
+and keyframes on request").
 
 The loop is chaotic, so a set's count at 0.8 moves by two to five of
 ninety under changes that do nothing systematic, and underlays picked for
@@ -127,6 +131,21 @@ def sign_test(up, down):
     return min(1.0, 2 * tail)
 
 
+def paired(a, b, key, t):
+    """The underlays' changes of `key` from `a` to `b` (paired lists of
+    scores), and the line that sums them up: the mean change with its 95%
+    interval, and how many moved up and down by `t` or more with their
+    sign test."""
+    deltas = [y[key] - x[key] for x, y in zip(a, b)]
+    mean = statistics.mean(deltas)
+    half = 1.96 * statistics.stdev(deltas) / math.sqrt(len(deltas)) if len(deltas) > 1 else 0.0
+    up = sum(d >= t for d in deltas)
+    down = sum(d <= -t for d in deltas)
+    return deltas, (f"mean change {mean:+.4f} (95% interval {mean - half:+.4f} "
+                    f"to {mean + half:+.4f}); by {t} or more: {up} up, {down} down "
+                    f"(sign test p = {sign_test(up, down):.3f})")
+
+
 def main():
     ap = argparse.ArgumentParser(description="Compare two score_underlays.py --json files "
                                  "underlay by underlay (see the module's docstring).")
@@ -150,19 +169,16 @@ def main():
     print(f"{len(common)} underlays")
     print(f"before: {row(a)}")
     print(f"after:  {row(b)}")
-    deltas = [y["worst_fraction"] - x["worst_fraction"] for x, y in zip(a, b)]
-    mean = statistics.mean(deltas)
-    half = 1.96 * statistics.stdev(deltas) / math.sqrt(len(deltas)) if len(deltas) > 1 else 0.0
     t = args.threshold
-    up = sum(d >= t for d in deltas)
-    down = sum(d <= -t for d in deltas)
+    deltas, line = paired(a, b, "worst_fraction", t)
+    print(f"worst fraction: {line}")
+    # Runs with simulated video also compare the frames a viewer can see.
+    if all("worst_decodable" in r for r in a + b):
+        print(f"decodable frames: {paired(a, b, 'worst_decodable', t)[1]}")
     crossed_up = [k for k, x, y in zip(common, a, b)
                   if x["worst_fraction"] < LINE <= y["worst_fraction"]]
     crossed_down = [k for k, x, y in zip(common, a, b)
                     if y["worst_fraction"] < LINE <= x["worst_fraction"]]
-    print(f"worst fraction: mean change {mean:+.4f} (95% interval {mean - half:+.4f} "
-          f"to {mean + half:+.4f}); by {t} or more: {up} up, {down} down "
-          f"(sign test p = {sign_test(up, down):.3f})")
     print(f"crossed {LINE}: {len(crossed_up)} up"
           + (f" ({', '.join(crossed_up)})" if crossed_up else "")
           + f", {len(crossed_down)} down"

@@ -719,8 +719,9 @@ fn underlay_scripts_generate_and_score_underlays() {
 /// the directory) and reports each side's row (with the utility, the mean
 /// of `ln(fraction)`), the mean change of the
 /// worst fraction, the moves past the threshold with their sign test, and
-/// the crossings of 0.8; files that share no scenario or are not scorings
-/// are refused.
+/// the crossings of 0.8, and for scorings of simulated video the worst
+/// session's frames in the rows and the decodable frames' paired change;
+/// files that share no scenario or are not scorings are refused.
 #[test]
 fn compare_scores_pairs_underlays_by_file_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -796,6 +797,45 @@ fn compare_scores_pairs_underlays_by_file_name() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(message), "{stderr}");
     };
+    // Scorings of simulated video add the worst session's frames to the
+    // rows and compare the decodable frames as the worst fractions.
+    let framed = |v: f64, decodable: f64| {
+        let rows = (0..4).map(|i| {
+            let mut r = score(&format!("r{i}.toml"), v, 0);
+            r["worst_whole"] = serde_json::json!(0.99);
+            r["worst_decodable"] = serde_json::json!(decodable + 0.01 * f64::from(i));
+            r
+        });
+        serde_json::Value::Array(rows.collect())
+    };
+    std::fs::write(d.join("framed_before.json"), framed(0.8, 0.5).to_string()).unwrap();
+    std::fs::write(d.join("framed_after.json"), framed(0.8, 0.9).to_string()).unwrap();
+    let out = python_ok(
+        "compare_scores.py",
+        &["framed_before.json", "framed_after.json"],
+        d,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "; frames whole 0.990, decodable 0.515",
+        "; frames whole 0.990, decodable 0.915",
+        "worst fraction: mean change +0.0000",
+        "decodable frames: mean change +0.4000",
+        "4 up, 0 down (sign test p = 0.125)",
+    ] {
+        assert!(
+            stdout.contains(line),
+            "{line:?} not in:
+{stdout}"
+        );
+    }
+    // Without frames on both sides, no frame comparison.
+    assert!(
+        !String::from_utf8_lossy(
+            &python_ok("compare_scores.py", &["low.json", "high.json"], d).stdout
+        )
+        .contains("decodable")
+    );
     refused("before.json", "low.json", "no scenario file in common");
     std::fs::write(d.join("bad.json"), "{\"scenario\": 1}").unwrap();
     refused(
