@@ -450,7 +450,7 @@ impl FlowRecorder {
             Event::FrameUnitReceived { flow, frame } => {
                 if let Some(f) = self.flow_mut(flow) {
                     match f.receivers.iter().position(|&n| n == node) {
-                        Some(r) => f.video.unit_received(r, f.receivers.len(), frame),
+                        Some(r) => f.video.unit_received(r, frame),
                         None => f.stray_packets += 1,
                     }
                 }

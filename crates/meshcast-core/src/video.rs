@@ -98,15 +98,16 @@ impl VideoRecord {
         true
     }
 
-    /// Receiver `r` (its index among the flow's `receivers`, of which
-    /// there are `receivers`) got a unit of frame `frame`.
-    pub fn unit_received(&mut self, r: usize, receivers: usize, frame: u64) {
-        if self.got.len() < receivers {
-            self.got.resize_with(receivers, Vec::new);
-        }
-        let (Some(got), Ok(i)) = (self.got.get_mut(r), usize::try_from(frame)) else {
+    /// Receiver `r` (its index among the flow's receivers) got a unit of
+    /// frame `frame`.
+    pub fn unit_received(&mut self, r: usize, frame: u64) {
+        let Ok(i) = usize::try_from(frame) else {
             return;
         };
+        if self.got.len() <= r {
+            self.got.resize_with(r + 1, Vec::new);
+        }
+        let got = &mut self.got[r];
         if got.len() <= i {
             got.resize(i + 1, 0);
         }
@@ -180,7 +181,7 @@ mod tests {
                     _ => 2,
                 };
                 for _ in 0..units {
-                    v.unit_received(r, 2, k);
+                    v.unit_received(r, k);
                 }
             }
         }
@@ -226,14 +227,12 @@ mod tests {
         // frames that were never handed over, which count for nothing.
         assert!(!v.handed(3, at(300), 2, false));
         assert!(v.handed(12, at(1200), 1, false));
-        v.unit_received(0, 2, 12);
+        v.unit_received(0, 12);
         let w = v.figures(at(1000), at(1300), &[0, 1]);
         assert_eq!(w.frames, 1);
         // Receiver 1 got nothing of it; receiver 0 got it whole, and its
         // chain from keyframe 5 holds across the numbers never handed.
         assert_eq!((w.whole_min, w.decodable_min), (Some(0.0), Some(0.0)));
         assert_eq!(v.figures(at(1000), at(1300), &[0]).decodable_min, Some(1.0));
-        // A unit of a receiver past the declared ones is ignored.
-        v.unit_received(5, 2, 1);
     }
 }

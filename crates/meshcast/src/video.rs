@@ -458,13 +458,16 @@ impl VideoApp {
                 inc.next = frame + 1;
                 inc.arriving.pop_first();
             }
+            if inc.showing || inc.next == 0 {
+                continue;
+            }
             // Asked again only when no keyframe made since the last
             // request is on its way and twice the delay bound has passed.
             let due = inc.asked.is_none_or(|t| {
                 now.saturating_since(t) >= bound + bound
                     && !inc.arriving.values().any(|a| a.key && a.handed >= t)
             });
-            if !inc.showing && inc.next > 0 && due && self.peer.request_keyframe(now, flow) {
+            if due && self.peer.request_keyframe(now, flow) {
                 inc.asked = Some(now);
             }
         }

@@ -752,23 +752,30 @@ fn compare_scores_pairs_underlays_by_file_name() {
     std::fs::write(d.join("after.json"), after.to_string()).unwrap();
     let out = python_ok("compare_scores.py", &["before.json", "after.json"], d);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in [
-        "only in after.json (left out): e.toml",
-        "4 underlays",
-        "before: mean worst 0.850, median 0.875, lowest 0.700; at 0.8 3, within 5% loss 4; late 5;",
-        "after:  mean worst 0.860, median 0.845, lowest 0.790; at 0.8 3, within 5% loss 4; late 1;",
-        // ln 0.70, 0.90, 0.85, 0.95 average −0.1690; ln 0.82, 0.87, 0.79,
-        // 0.96 −0.1536.
-        "fraction 0.850, utility -0.169",
-        "fraction 0.860, utility -0.154",
-        "worst fraction: mean change +0.0100",
-        "by 0.02 or more: 1 up, 2 down (sign test p = 1.000)",
-        "crossed 0.8: 1 up (a.toml), 1 down (c.toml)",
-        "  c.toml: 0.850 -> 0.790 (-0.060)",
-        "  a.toml: 0.700 -> 0.820 (+0.120)",
-    ] {
-        assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
-    }
+    // Every one of `lines` is in `stdout`.
+    let has_lines = |stdout: &str, lines: &[&str]| {
+        for line in lines {
+            assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
+        }
+    };
+    has_lines(
+        &stdout,
+        &[
+            "only in after.json (left out): e.toml",
+            "4 underlays",
+            "before: mean worst 0.850, median 0.875, lowest 0.700; at 0.8 3, within 5% loss 4; late 5;",
+            "after:  mean worst 0.860, median 0.845, lowest 0.790; at 0.8 3, within 5% loss 4; late 1;",
+            // ln 0.70, 0.90, 0.85, 0.95 average −0.1690; ln 0.82, 0.87, 0.79,
+            // 0.96 −0.1536.
+            "fraction 0.850, utility -0.169",
+            "fraction 0.860, utility -0.154",
+            "worst fraction: mean change +0.0100",
+            "by 0.02 or more: 1 up, 2 down (sign test p = 1.000)",
+            "crossed 0.8: 1 up (a.toml), 1 down (c.toml)",
+            "  c.toml: 0.850 -> 0.790 (-0.060)",
+            "  a.toml: 0.700 -> 0.820 (+0.120)",
+        ],
+    );
     assert!(!stdout.contains("d.toml: "), "{stdout}");
     // Seven underlays all up by the threshold or more: p = 2/2^7.
     let many = |v: f64| {
@@ -816,19 +823,16 @@ fn compare_scores_pairs_underlays_by_file_name() {
         d,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in [
-        "; frames whole 0.990, decodable 0.515",
-        "; frames whole 0.990, decodable 0.915",
-        "worst fraction: mean change +0.0000",
-        "decodable frames: mean change +0.4000",
-        "4 up, 0 down (sign test p = 0.125)",
-    ] {
-        assert!(
-            stdout.contains(line),
-            "{line:?} not in:
-{stdout}"
-        );
-    }
+    has_lines(
+        &stdout,
+        &[
+            "; frames whole 0.990, decodable 0.515",
+            "; frames whole 0.990, decodable 0.915",
+            "worst fraction: mean change +0.0000",
+            "decodable frames: mean change +0.4000",
+            "4 up, 0 down (sign test p = 0.125)",
+        ],
+    );
     // Without frames on both sides, no frame comparison.
     assert!(
         !String::from_utf8_lossy(
