@@ -277,6 +277,16 @@ pub trait Endpoint {
         None
     }
 
+    /// The application, a receiver of `flow` whose frames stopped
+    /// decoding, asks the flow's source for a keyframe at `now` (RTCP's
+    /// picture loss indication). Returns whether the endpoint passed the
+    /// request on: one that carries no such requests (the default), or a
+    /// flow it does not receive, does not.
+    fn handle_keyframe_request(&mut self, now: Time, flow: FlowId) -> bool {
+        let _ = (now, flow);
+        false
+    }
+
     /// The endpoint's node is leaving at `now`: it may queue last datagrams
     /// (a goodbye) and events, which the driver drains once more before it
     /// drops the endpoint. The default does nothing.
@@ -314,6 +324,10 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
 
     fn poll_media(&mut self) -> Option<(FlowId, Vec<u8>)> {
         (**self).poll_media()
+    }
+
+    fn handle_keyframe_request(&mut self, now: Time, flow: FlowId) -> bool {
+        (**self).handle_keyframe_request(now, flow)
     }
 
     fn handle_close(&mut self, now: Time) {

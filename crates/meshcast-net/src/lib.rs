@@ -49,6 +49,15 @@
 //!   node got to it ([`Finished::timer_late`]): a node that waited for a
 //!   CPU (nodes sharing a machine, as `meshcast emu`'s do) shows there,
 //!   and it holds the packets it relays and paces for as long.
+//! - **Keyframe requests.** A node with media ([`Node::set_media`]) reads
+//!   RTCP from its receiving applications, on its media output socket
+//!   (an application that answers the address its RTP came from) and on
+//!   an optional feedback socket: a picture loss indication or full intra
+//!   request naming a stream it delivered (by the RTP SSRC it saw) goes to
+//!   the endpoint ([`Endpoint::handle_keyframe_request`]). At the source,
+//!   the endpoint's [`Event::KeyframeRequested`] becomes a PLI to the
+//!   encoder's RTCP address, at most one per [`MediaPorts::request_gap`]
+//!   ([`rtcp`]).
 //! - **Leaving.** When the `stop` future given to [`Node::run`] completes
 //!   (a deadline, or SIGINT/SIGTERM in `meshcast node`), the node calls
 //!   [`Endpoint::handle_close`], sends what that queued (Celerity's Bye)
@@ -65,6 +74,7 @@ use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 pub mod clock;
+pub mod rtcp;
 mod timer;
 
 /// Datagrams received per `recvmmsg` call.
@@ -160,18 +170,49 @@ pub struct NetCounters {
     /// Media units that arrived for a flow with no port, or that the
     /// kernel refused to send on (dropped).
     pub media_dropped: u64,
+    /// RTCP datagrams from the receiving applications (on the media output
+    /// or feedback socket).
+    pub rtcp_in: u64,
+    /// Keyframe requests in them the endpoint passed on to a source.
+    pub keyframe_asks: u64,
+    /// Keyframe requests in them the node could not pass on: for a stream
+    /// (SSRC) it delivered none of, or refused by the endpoint.
+    pub keyframe_asks_dropped: u64,
+    /// Keyframe requests sent to this node's encoder (RTCP PLI).
+    pub encoder_requests: u64,
+    /// Keyframe requests for this node's encoder not sent: within
+    /// [`MediaPorts::request_gap`] of the last one sent, before the
+    /// encoder's first RTP packet (no SSRC to name), or with no encoder
+    /// RTCP address.
+    pub encoder_requests_held: u64,
 }
 
 /// The application's media over local UDP ([`Node::set_media`]): units
 /// (RTP packets from an encoder, say; one datagram each) that arrive on
 /// `input` go to the endpoint as its own flow's media, and units of flow
 /// `f` that arrive for the application go to its `outputs` entry.
+///
+/// Keyframe requests travel as RTCP: the receiving applications' picture
+/// loss indications and full intra requests arrive on the socket the
+/// outputs are sent from, or on `feedback`; a request the endpoint reports
+/// for this node's own flow goes to `encoder_feedback` as a PLI.
 #[derive(Debug, Default)]
 pub struct MediaPorts {
     /// Where the application's own media arrives.
     pub input: Option<std::net::UdpSocket>,
     /// Where each other flow's media goes.
     pub outputs: Vec<(FlowId, SocketAddr)>,
+    /// Where the receiving applications' RTCP also arrives (their RTCP
+    /// port), besides the socket the outputs are sent from.
+    pub feedback: Option<std::net::UdpSocket>,
+    /// The encoder's RTCP address: keyframe requests for this node's own
+    /// flow go there.
+    pub encoder_feedback: Option<SocketAddr>,
+    /// The least time between two keyframe requests sent to the encoder:
+    /// requests from several receivers after one loss become one, and a
+    /// request within the gap of the last is held (the keyframe asked for
+    /// is still on its way). Zero sends every one.
+    pub request_gap: Duration,
 }
 
 /// The sockets behind [`MediaPorts`].
@@ -179,6 +220,23 @@ struct Media {
     input: Option<UdpSocket>,
     output: UdpSocket,
     outputs: HashMap<FlowId, SocketAddr>,
+    feedback: Option<UdpSocket>,
+    encoder_feedback: Option<SocketAddr>,
+    request_gap: Duration,
+    /// The flow of each stream (RTP SSRC) delivered to the application.
+    streams: HashMap<u32, FlowId>,
+    /// The SSRC of the application's own stream, once it sent a packet.
+    own_stream: Option<u32>,
+    /// When the last keyframe request went to the encoder.
+    last_request: Option<Instant>,
+}
+
+/// Wait until `socket` (if any) is readable; forever without one.
+async fn readable(socket: Option<&UdpSocket>) -> io::Result<()> {
+    match socket {
+        Some(s) => s.readable().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// What [`Node::run`] hands back.
@@ -321,10 +379,23 @@ impl<E: Endpoint> Node<E> {
         };
         let output = std::net::UdpSocket::bind(any)?;
         output.set_nonblocking(true)?;
+        let feedback = match ports.feedback {
+            Some(s) => {
+                s.set_nonblocking(true)?;
+                Some(UdpSocket::from_std(s)?)
+            }
+            None => None,
+        };
         self.media = Some(Media {
             input,
             output: UdpSocket::from_std(output)?,
             outputs: ports.outputs.into_iter().collect(),
+            feedback,
+            encoder_feedback: ports.encoder_feedback,
+            request_gap: ports.request_gap,
+            streams: HashMap::new(),
+            own_stream: None,
+            last_request: None,
         });
         Ok(())
     }
@@ -381,14 +452,17 @@ impl<E: Endpoint> Node<E> {
                     ready?;
                     self.receive(&mut bufs, &mut meta);
                 }
-                ready = async {
-                    match self.media.as_ref().and_then(|m| m.input.as_ref()) {
-                        Some(s) => s.readable().await,
-                        None => std::future::pending().await,
-                    }
-                } => {
+                ready = readable(self.media.as_ref().and_then(|m| m.input.as_ref())) => {
                     ready?;
                     self.receive_media(&mut media_buf);
+                }
+                ready = readable(self.media.as_ref().map(|m| &m.output)) => {
+                    ready?;
+                    self.receive_feedback(&mut media_buf, false);
+                }
+                ready = readable(self.media.as_ref().and_then(|m| m.feedback.as_ref())) => {
+                    ready?;
+                    self.receive_feedback(&mut media_buf, true);
                 }
                 slept = sleep => {
                     slept?;
@@ -417,7 +491,10 @@ impl<E: Endpoint> Node<E> {
 
     /// Hand every media unit waiting on the media input to the endpoint.
     fn receive_media(&mut self, buf: &mut [u8]) {
-        let Some(input) = self.media.as_ref().and_then(|m| m.input.as_ref()) else {
+        let Some(media) = self.media.as_mut() else {
+            return;
+        };
+        let Some(input) = media.input.as_ref() else {
             return;
         };
         loop {
@@ -430,17 +507,94 @@ impl<E: Endpoint> Node<E> {
                 }
             };
             self.counters.media_in += 1;
-            let now = self.now();
+            if let Some(ssrc) = rtcp::rtp_ssrc(&buf[..n]) {
+                media.own_stream = Some(ssrc);
+            }
+            let now = protocol_time(self.origin + self.start.elapsed());
             if !self.endpoint.handle_media(now, &buf[..n]) {
                 self.counters.media_refused += 1;
             }
         }
     }
 
+    /// Read every RTCP datagram waiting from the receiving applications
+    /// (on the feedback socket, or the output socket) and pass each
+    /// keyframe request in them on to the endpoint.
+    fn receive_feedback(&mut self, buf: &mut [u8], feedback: bool) {
+        let Some(media) = self.media.as_ref() else {
+            return;
+        };
+        let socket = if feedback {
+            media.feedback.as_ref()
+        } else {
+            Some(&media.output)
+        };
+        let Some(socket) = socket else {
+            return;
+        };
+        loop {
+            let n = match socket.try_recv(buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // An ICMP error for an output nobody listens on, say.
+                    self.counters.recv_errors += 1;
+                    return;
+                }
+            };
+            if !rtcp::is_rtcp(&buf[..n]) {
+                continue;
+            }
+            self.counters.rtcp_in += 1;
+            let now = protocol_time(self.origin + self.start.elapsed());
+            for ssrc in rtcp::keyframe_requests(&buf[..n]) {
+                let asked = media
+                    .streams
+                    .get(&ssrc)
+                    .is_some_and(|&flow| self.endpoint.handle_keyframe_request(now, flow));
+                if asked {
+                    self.counters.keyframe_asks += 1;
+                } else {
+                    self.counters.keyframe_asks_dropped += 1;
+                }
+            }
+        }
+    }
+
+    /// Send the encoder a keyframe request (a PLI), unless one went within
+    /// the request gap.
+    fn ask_encoder(&mut self) {
+        let Some(media) = self.media.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        let recent = media
+            .last_request
+            .is_some_and(|t| now.duration_since(t) < media.request_gap);
+        let sent = match (media.encoder_feedback, media.own_stream) {
+            (Some(to), Some(ssrc)) if !recent => {
+                // The node's own SSRC as a receiver: any other than the
+                // stream's.
+                let pli = rtcp::picture_loss_indication(!ssrc, ssrc);
+                media.output.try_send_to(&pli, to).is_ok()
+            }
+            _ => false,
+        };
+        if sent {
+            media.last_request = Some(now);
+            self.counters.encoder_requests += 1;
+        } else {
+            self.counters.encoder_requests_held += 1;
+        }
+    }
+
     /// Send the media units that arrived for the application to its ports.
     fn deliver_media(&mut self) {
         while let Some((flow, unit)) = self.endpoint.poll_media() {
-            let sent = self.media.as_ref().and_then(|m| {
+            let sent = self.media.as_mut().and_then(|m| {
+                if let Some(ssrc) = rtcp::rtp_ssrc(&unit) {
+                    m.streams.insert(ssrc, flow);
+                }
                 let dest = m.outputs.get(&flow)?;
                 m.output.try_send_to(&unit, *dest).ok()
             });
@@ -501,6 +655,9 @@ impl<E: Endpoint> Node<E> {
                 any = true;
             }
             while let Some(e) = self.endpoint.poll_event() {
+                if let Event::KeyframeRequested { .. } = e {
+                    self.ask_encoder();
+                }
                 on_event(now, e);
                 any = true;
             }

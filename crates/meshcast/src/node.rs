@@ -79,6 +79,12 @@ pub struct MediaConfig {
     /// Where each other participant's media goes: (participant index,
     /// address).
     pub outputs: Vec<(usize, SocketAddr)>,
+    /// The encoder's RTCP address (`encoder_rtcp`): keyframe requests for
+    /// this participant's session go there as RTCP PLI.
+    pub encoder_rtcp: Option<SocketAddr>,
+    /// Where the node also takes the receiving applications' RTCP
+    /// (`rtcp_listen`), besides the address it sends their media from.
+    pub rtcp_listen: Option<SocketAddr>,
 }
 
 #[derive(Deserialize)]
@@ -86,6 +92,8 @@ pub struct MediaConfig {
 struct RawMedia {
     input: Option<Spanned<String>>,
     output: Option<BTreeMap<String, Spanned<String>>>,
+    encoder_rtcp: Option<Spanned<String>>,
+    rtcp_listen: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -252,7 +260,34 @@ impl NodeConfig {
                     }
                     outputs.push((p, socket_addr(addr, &field, &loc)?));
                 }
-                Some(MediaConfig { input, outputs })
+                let encoder_rtcp = match &m.encoder_rtcp {
+                    Some(a) if input.is_none() => {
+                        return Err(loc.err(
+                            a.span(),
+                            "media.encoder_rtcp",
+                            "asks this participant's encoder for keyframes: needs media.input",
+                        ));
+                    }
+                    Some(a) => Some(socket_addr(a, "media.encoder_rtcp", &loc)?),
+                    None => None,
+                };
+                let rtcp_listen = match &m.rtcp_listen {
+                    Some(a) if outputs.is_empty() => {
+                        return Err(loc.err(
+                            a.span(),
+                            "media.rtcp_listen",
+                            "takes the receiving applications' RTCP: needs media.output",
+                        ));
+                    }
+                    Some(a) => Some(socket_addr(a, "media.rtcp_listen", &loc)?),
+                    None => None,
+                };
+                Some(MediaConfig {
+                    input,
+                    outputs,
+                    encoder_rtcp,
+                    rtcp_listen,
+                })
             }
         };
         Ok(NodeConfig {
@@ -491,6 +526,19 @@ pub struct NetSummary {
     /// Media units refused or dropped (too large; no output for the
     /// session; the kernel refused to send).
     pub media_dropped: u64,
+    /// RTCP datagrams from the receiving applications.
+    pub rtcp_in: u64,
+    /// Keyframe requests in them sent on to the sessions' sources.
+    pub keyframe_asks: u64,
+    /// Keyframe requests in them for a stream (SSRC) this node delivered
+    /// none of, or for a source not present.
+    pub keyframe_asks_dropped: u64,
+    /// Keyframe requests (RTCP PLI) sent to this node's encoder.
+    pub encoder_requests: u64,
+    /// Keyframe requests for this node's encoder not sent: within the
+    /// delay bound of the last one sent, before the encoder's first
+    /// packet, or with no `media.encoder_rtcp`.
+    pub encoder_requests_held: u64,
     /// How long after its due time the node handled a timer, median, 99th
     /// percentile and largest, ms (`null` with no timer): on an idle
     /// machine about 0.1 ms at the median and 0.25 ms at the 99th
@@ -529,6 +577,10 @@ pub struct PeerSummary {
     pub bundled_units: u64,
     /// The bundles they went in.
     pub bundles: u64,
+    /// Keyframe requests this node sent to sources (its applications').
+    pub keyframe_requests_sent: u64,
+    /// Keyframe requests receivers sent this node's session.
+    pub keyframe_requests_received: u64,
 }
 
 impl NetSummary {
@@ -545,6 +597,11 @@ impl NetSummary {
             media_in: c.media_in,
             media_out: c.media_out,
             media_dropped: c.media_refused + c.media_dropped,
+            rtcp_in: c.rtcp_in,
+            keyframe_asks: c.keyframe_asks,
+            keyframe_asks_dropped: c.keyframe_asks_dropped,
+            encoder_requests: c.encoder_requests,
+            encoder_requests_held: c.encoder_requests_held,
             timer_late_ms_p50: q(0.5),
             timer_late_ms_p99: q(0.99),
             timer_late_ms_max: done.timer_late.max().map(ms),
@@ -565,6 +622,8 @@ impl PeerSummary {
             bad_repairs: c.bad_repairs,
             bundled_units: c.bundled_units,
             bundles: c.bundles,
+            keyframe_requests_sent: c.keyframe_requests_sent,
+            keyframe_requests_received: c.keyframe_requests_received,
         }
     }
 }
@@ -634,6 +693,13 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                 ),
                 None => None,
             };
+            let feedback = match m.rtcp_listen {
+                Some(a) => Some(
+                    std::net::UdpSocket::bind(a)
+                        .with_context(|| format!("cannot take RTCP on {a}"))?,
+                ),
+                None => None,
+            };
             node.set_media(MediaPorts {
                 input,
                 outputs: m
@@ -641,6 +707,13 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                     .iter()
                     .map(|&(p, a)| (FlowId(p as u32), a))
                     .collect(),
+                feedback,
+                encoder_feedback: m.encoder_rtcp,
+                // A keyframe asked for within the delay bound is still on
+                // its way to the receivers that ask after it.
+                request_gap: std::time::Duration::from_nanos(
+                    cfg.conference.params.delay_bound.as_nanos(),
+                ),
             })?;
         }
         started(node.local_addr()?);
@@ -1164,7 +1237,41 @@ B = "127.0.0.1:7002"
             Some(MediaConfig {
                 input: Some("127.0.0.1:9000".parse().expect("address")),
                 outputs: vec![(0, "127.0.0.1:9001".parse().expect("address"))],
+                encoder_rtcp: None,
+                rtcp_listen: None,
             })
+        );
+        let c = NodeConfig::parse(
+            "n.toml",
+            &media(
+                "input = \"127.0.0.1:9000\"\nencoder_rtcp = \"127.0.0.1:9002\"\nrtcp_listen = \"127.0.0.1:9003\"\noutput = { A = \"127.0.0.1:9001\" }",
+            ),
+        )
+        .expect("valid media with RTCP");
+        let m = c.media.expect("media");
+        assert_eq!(
+            m.encoder_rtcp,
+            Some("127.0.0.1:9002".parse().expect("address"))
+        );
+        assert_eq!(
+            m.rtcp_listen,
+            Some("127.0.0.1:9003".parse().expect("address"))
+        );
+        assert!(
+            err(&media("encoder_rtcp = \"127.0.0.1:9002\"\noutput = { A = \"127.0.0.1:9001\" }"))
+                .contains("media.encoder_rtcp: asks this participant's encoder for keyframes: needs media.input")
+        );
+        assert!(
+            err(&media(
+                "input = \"127.0.0.1:9000\"\nrtcp_listen = \"127.0.0.1:9003\""
+            ))
+            .contains(
+                "media.rtcp_listen: takes the receiving applications' RTCP: needs media.output"
+            )
+        );
+        assert!(
+            err(&media("input = \"127.0.0.1:9000\"\nencoder_rtcp = \"x\""))
+                .contains(r#"media.encoder_rtcp: "x" is not a host:port"#)
         );
         assert!(
             err(&media("output = { B = \"127.0.0.1:9001\" }"))

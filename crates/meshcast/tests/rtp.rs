@@ -10,6 +10,12 @@
 //! is intact when its checksum matches. Needs ffmpeg: without it the
 //! tests say so and pass, unless `MESHCAST_REQUIRE_FFMPEG` is set (CI
 //! sets it and installs ffmpeg).
+//!
+//! Keyframe requests travel between GStreamer's RTP stacks and its H.264
+//! encoder the same way (`a_late_receivers_keyframe_request_reaches_the_encoder`):
+//! that test needs GStreamer (`gst-launch-1.0` with rtpbin, x264enc and
+//! the H.264 payloaders) and ffprobe, and is skipped without them unless
+//! `MESHCAST_REQUIRE_GSTREAMER` is set (CI sets it and installs them).
 
 use serde_json::Value;
 use std::io::{Read as _, Write as _};
@@ -30,6 +36,41 @@ fn have_ffmpeg() -> bool {
             "ffmpeg is required (MESHCAST_REQUIRE_FFMPEG is set) but not installed"
         );
         eprintln!("ffmpeg is not installed: the RTP media test is skipped");
+    }
+    found
+}
+
+/// Whether GStreamer can run the keyframe request test: its tools, the
+/// elements the pipelines use, and ffprobe to count what was decoded.
+fn have_gstreamer() -> bool {
+    let runs = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let found = runs("ffprobe", &["-version"])
+        && [
+            "rtpbin",
+            "x264enc",
+            "rtph264pay",
+            "rtph264depay",
+            "videotestsrc",
+            "udpsrc",
+            "udpsink",
+            "filesink",
+        ]
+        .iter()
+        .all(|e| runs("gst-inspect-1.0", &["--exists", e]));
+    if !found {
+        assert!(
+            std::env::var_os("MESHCAST_REQUIRE_GSTREAMER").is_none(),
+            "GStreamer is required (MESHCAST_REQUIRE_GSTREAMER is set) but gst-launch-1.0, \
+             an element (rtpbin, x264enc, rtph264pay, rtph264depay) or ffprobe is missing"
+        );
+        eprintln!("GStreamer or ffprobe is not installed: the keyframe request test is skipped");
     }
     found
 }
@@ -472,4 +513,171 @@ fn an_ffmpeg_stream_sent_before_the_rate_climbs_gets_through() {
     assert!(r.known >= 350, "known {}", r.known);
     let r = run(800, 0.0, "source_slack = false\nsource_excess = false\n");
     assert!(r.known <= 100, "without the rules: known {}", r.known);
+}
+
+/// What a late receiver got in [`late_receiver`].
+struct LateRun {
+    /// Frames the receiver's stream decodes to, and how many of them are
+    /// keyframes.
+    frames: usize,
+    keyframes: usize,
+    a: Value,
+    b: Value,
+}
+
+/// GStreamer's H.264 stream (x264, 300 kbit/s, a keyframe only at the
+/// start) from A to B, whose receiver starts 3 s after the encoder and
+/// writes what it depayloads for 6 s. Its RTP stack answers with RTCP to
+/// B's `rtcp_listen`; A passes keyframe requests on to the encoder's RTCP
+/// port when `ask_encoder`.
+fn late_receiver(ask_encoder: bool) -> LateRun {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let [a, b, input, encoder_rtcp, encoder_sr, output, rtcp] = free_ports(7, false)[..] else {
+        unreachable!()
+    };
+    let common = format!(
+        "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = 800\n[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
+    );
+    let asking = if ask_encoder {
+        format!("encoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\n")
+    } else {
+        String::new()
+    };
+    let node_a = node(
+        d,
+        "A",
+        &format!("id = \"A\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\n{asking}"),
+    );
+    let node_b = node(
+        d,
+        "B",
+        &format!(
+            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n"
+        ),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    // The sender: rtpbin with feedback (AVPF), its sender reports to a
+    // port nobody reads, its RTCP in on the encoder's port.
+    let sender = Command::new("gst-launch-1.0")
+        .args(["-q", "rtpbin", "name=s", "rtp-profile=avpf"])
+        .args(["videotestsrc", "is-live=true", "pattern=ball", "!"])
+        .args(["video/x-raw,width=320,height=240,framerate=25/1", "!"])
+        .args([
+            "x264enc",
+            "tune=zerolatency",
+            "bitrate=300",
+            "key-int-max=100000",
+            "!",
+        ])
+        .args([
+            "rtph264pay",
+            "pt=96",
+            "config-interval=-1",
+            "!",
+            "s.send_rtp_sink_0",
+        ])
+        .args(["s.send_rtp_src_0", "!", "udpsink", "host=127.0.0.1"])
+        .arg(format!("port={input}"))
+        .args(["s.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
+        .arg(format!("port={encoder_sr}"))
+        .args(["sync=false", "async=false", "udpsrc"])
+        .arg(format!("port={encoder_rtcp}"))
+        .args(["!", "s.recv_rtcp_sink_0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gst-launch-1.0 runs");
+    std::thread::sleep(Duration::from_secs(3));
+    // The receiver: rtpbin with feedback; its depayloader asks for a
+    // keyframe when its stream cannot be decoded.
+    let recv = d.join("recv.h264");
+    let receiver = Command::new("gst-launch-1.0")
+        .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
+        .arg(format!("port={output}"))
+        .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
+        .args(["!", "r.recv_rtp_sink_0", "r.", "!"])
+        .args(["rtph264depay", "request-keyframe=true", "!"])
+        .args(["video/x-h264,stream-format=byte-stream", "!", "filesink"])
+        .arg(format!("location={}", recv.display()))
+        .args(["r.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
+        .arg(format!("port={rtcp}"))
+        .args(["sync=false", "async=false"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gst-launch-1.0 runs");
+    std::thread::sleep(Duration::from_secs(6));
+    stop(&receiver);
+    let received = receiver.wait_with_output().expect("the receiver ends");
+    stop(&sender);
+    let sent = sender.wait_with_output().expect("the sender ends");
+    let [sa, sb] = end_nodes(d, [("A", node_a), ("B", node_b)]).map(|(id, done, summary)| {
+        assert!(
+            done.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        summary.unwrap_or_else(|| panic!("{id} wrote no readable summary.json"))
+    });
+    // One line per decoded frame: 1 for a keyframe.
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "frame=key_frame",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&recv)
+        .output()
+        .expect("ffprobe runs");
+    let lines = String::from_utf8_lossy(&probe.stdout).to_string();
+    let frames = lines.lines().filter(|l| !l.trim().is_empty()).count();
+    let keyframes = lines.lines().filter(|l| l.trim() == "1").count();
+    eprintln!(
+        "asking the encoder {ask_encoder}: decoded {frames} frames, {keyframes} keyframes; A: {} {}; B: {} {}",
+        sa["net"], sa["peer"], sb["net"], sb["peer"]
+    );
+    if frames == 0 {
+        eprintln!(
+            "sender: {}\nreceiver: {}",
+            String::from_utf8_lossy(&sent.stderr),
+            String::from_utf8_lossy(&received.stderr)
+        );
+    }
+    LateRun {
+        frames,
+        keyframes,
+        a: sa,
+        b: sb,
+    }
+}
+
+/// Keyframes on request between real applications (docs/node.md,
+/// "Keyframe requests"). A receiver that starts late begins its stream
+/// between keyframes, which an encoder set to make one only at the start
+/// never sends again: its depayloader asks for one (RTCP PLI), B passes
+/// the request to A's session's source, and A to its encoder, which makes
+/// one; the receiver decodes from there. Without A's `encoder_rtcp` the
+/// request reaches A and goes no further, and the receiver decodes
+/// nothing.
+#[test]
+fn a_late_receivers_keyframe_request_reaches_the_encoder() {
+    if !have_gstreamer() {
+        return;
+    }
+    let r = late_receiver(true);
+    let asks = r.b["net"]["keyframe_asks"].as_u64().unwrap_or(0);
+    assert!(asks >= 1, "B passed on no request: {}", r.b["net"]);
+    assert_eq!(r.b["net"]["keyframe_asks_dropped"], 0);
+    assert!(r.a["peer"]["keyframe_requests_received"].as_u64() >= Some(1));
+    assert!(r.a["net"]["encoder_requests"].as_u64() >= Some(1));
+    assert!(r.keyframes >= 1, "no keyframe decoded");
+    assert!(r.frames >= 50, "decoded {}", r.frames);
+    let r = late_receiver(false);
+    assert!(r.a["peer"]["keyframe_requests_received"].as_u64() >= Some(1));
+    assert_eq!(r.a["net"]["encoder_requests"], 0);
+    assert_eq!((r.frames, r.keyframes), (0, 0));
 }

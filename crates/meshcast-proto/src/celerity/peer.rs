@@ -5367,6 +5367,11 @@ impl Endpoint for CelerityPeer {
         Some((self.cfg.flows[m], unit))
     }
 
+    fn handle_keyframe_request(&mut self, now: Time, flow: FlowId) -> bool {
+        self.start(now);
+        self.request_keyframe(now, flow)
+    }
+
     fn handle_close(&mut self, now: Time) {
         if self.closed {
             return;

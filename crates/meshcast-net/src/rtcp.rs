@@ -1,0 +1,178 @@
+//! The little of RTP and RTCP a node reads and writes for its applications'
+//! keyframe requests.
+//!
+//! A node carries its applications' RTP unchanged and reads none of it
+//! but for one field: the synchronisation source (SSRC) of each stream, so
+//! that a keyframe request naming a stream reaches its session. The
+//! requests are RTCP's payload-specific feedback (RFC 4585 §6.3): a
+//! picture loss indication (PLI, format 1, naming the stream in its media
+//! source field) or a full intra request (FIR, RFC 5104 §4.3.1, format 4,
+//! naming each stream in an entry of its own). A node reads them from any
+//! RTCP packet, compound (RFC 3550 §6.1) or reduced-size (RFC 5506), and
+//! writes a PLI to an encoder inside a compound packet that starts with an
+//! empty receiver report, which every RTP stack accepts.
+
+/// RTCP's packet types occupy RTP's payload types 64–95 with the marker
+/// bit set (RFC 5761 §4): a second byte in 192..=223 is RTCP.
+const RTCP_TYPES: std::ops::RangeInclusive<u8> = 192..=223;
+/// RTCP receiver report.
+const RR: u8 = 201;
+/// RTCP payload-specific feedback.
+const PSFB: u8 = 206;
+/// Its formats: picture loss indication and full intra request.
+const PLI: u8 = 1;
+const FIR: u8 = 4;
+
+/// Whether `packet` is RTCP (version 2, a packet type of RTCP's range)
+/// rather than RTP.
+pub fn is_rtcp(packet: &[u8]) -> bool {
+    packet.len() >= 8 && packet[0] >> 6 == 2 && RTCP_TYPES.contains(&packet[1])
+}
+
+/// The SSRC of an RTP packet: `None` for anything else (too short, not
+/// version 2, or RTCP).
+pub fn rtp_ssrc(packet: &[u8]) -> Option<u32> {
+    if packet.len() < 12 || packet[0] >> 6 != 2 || is_rtcp(packet) {
+        return None;
+    }
+    Some(u32::from_be_bytes([
+        packet[8], packet[9], packet[10], packet[11],
+    ]))
+}
+
+/// The streams (SSRCs) an RTCP packet asks keyframes of, in order: the
+/// media source of each PLI, every entry's SSRC of each FIR. A packet that
+/// is not RTCP asks for none; the packets of a compound one are read up to
+/// the first that is malformed (a length past the datagram's end, a
+/// version other than 2).
+pub fn keyframe_requests(packet: &[u8]) -> Vec<u32> {
+    let mut asked = Vec::new();
+    if !is_rtcp(packet) {
+        return asked;
+    }
+    let word = |b: &[u8], at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let mut rest = packet;
+    while rest.len() >= 4 && rest[0] >> 6 == 2 {
+        let len = (usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 1) * 4;
+        if len > rest.len() {
+            break;
+        }
+        let p = &rest[..len];
+        if p[1] == PSFB && len >= 12 {
+            match p[0] & 0x1f {
+                PLI => asked.push(word(p, 8)),
+                // FCI entries: SSRC, sequence number, 3 reserved bytes.
+                FIR => asked.extend(p[12..].chunks_exact(8).map(|e| word(e, 0))),
+                _ => {}
+            }
+        }
+        rest = &rest[len..];
+    }
+    asked
+}
+
+/// A compound RTCP packet asking the encoder of stream `media_ssrc` for a
+/// keyframe: an empty receiver report from `sender_ssrc`, then a PLI.
+pub fn picture_loss_indication(sender_ssrc: u32, media_ssrc: u32) -> [u8; 20] {
+    let mut p = [0u8; 20];
+    // Receiver report with no report blocks: length 1 (two words).
+    p[..4].copy_from_slice(&[0x80, RR, 0, 1]);
+    p[4..8].copy_from_slice(&sender_ssrc.to_be_bytes());
+    // PLI: length 2 (three words), no feedback control information.
+    p[8..12].copy_from_slice(&[0x80 | PLI, PSFB, 0, 2]);
+    p[12..16].copy_from_slice(&sender_ssrc.to_be_bytes());
+    p[16..20].copy_from_slice(&media_ssrc.to_be_bytes());
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An RTP packet of stream `ssrc` (payload type 96, marker clear).
+    fn rtp(ssrc: u32) -> Vec<u8> {
+        let mut p = vec![0x80, 96, 0, 7, 0, 0, 0, 9];
+        p.extend_from_slice(&ssrc.to_be_bytes());
+        p.extend_from_slice(b"payload");
+        p
+    }
+
+    /// A sender report with no report blocks (7 words).
+    fn sender_report(ssrc: u32) -> Vec<u8> {
+        let mut p = vec![0x80, 200, 0, 6];
+        p.extend_from_slice(&ssrc.to_be_bytes());
+        p.extend_from_slice(&[0; 20]);
+        p
+    }
+
+    /// A FIR from `sender` with one entry per stream of `asked`.
+    fn fir(sender: u32, asked: &[u32]) -> Vec<u8> {
+        let words = 2 + 2 * asked.len() as u16;
+        let mut p = vec![0x80 | FIR, PSFB];
+        p.extend_from_slice(&words.to_be_bytes());
+        p.extend_from_slice(&sender.to_be_bytes());
+        p.extend_from_slice(&0u32.to_be_bytes());
+        for (i, s) in asked.iter().enumerate() {
+            p.extend_from_slice(&s.to_be_bytes());
+            p.extend_from_slice(&[i as u8, 0, 0, 0]);
+        }
+        p
+    }
+
+    #[test]
+    fn rtp_and_rtcp_are_told_apart() {
+        assert_eq!(rtp_ssrc(&rtp(0xdead_beef)), Some(0xdead_beef));
+        // The marker bit set on a dynamic payload type is still RTP.
+        let mut marked = rtp(5);
+        marked[1] = 0x80 | 96;
+        assert_eq!(rtp_ssrc(&marked), Some(5));
+        assert!(!is_rtcp(&marked));
+        assert!(is_rtcp(&sender_report(5)));
+        assert_eq!(rtp_ssrc(&sender_report(5)), None);
+        assert_eq!(rtp_ssrc(&rtp(5)[..11]), None, "shorter than a header");
+        let mut v1 = rtp(5);
+        v1[0] = 0x40;
+        assert_eq!(rtp_ssrc(&v1), None, "version 1");
+    }
+
+    #[test]
+    fn a_pli_round_trips_and_names_its_stream() {
+        let p = picture_loss_indication(1, 0x1234_5678);
+        assert!(is_rtcp(&p));
+        assert_eq!(keyframe_requests(&p), vec![0x1234_5678]);
+        // The empty receiver report is a whole packet of two words.
+        assert_eq!(&p[..4], &[0x80, 201, 0, 1]);
+        // Reduced-size: the PLI alone.
+        assert_eq!(keyframe_requests(&p[8..]), vec![0x1234_5678]);
+    }
+
+    #[test]
+    fn compound_packets_are_read_through() {
+        let mut p = sender_report(3);
+        p.extend_from_slice(&picture_loss_indication(3, 10)[8..]);
+        p.extend_from_slice(&fir(3, &[11, 12]));
+        // A generic NACK (transport feedback) asks for no keyframe.
+        p.extend_from_slice(&[0x81, 205, 0, 3, 0, 0, 0, 3, 0, 0, 0, 10, 0, 1, 0, 0]);
+        assert_eq!(keyframe_requests(&p), vec![10, 11, 12]);
+    }
+
+    #[test]
+    fn malformed_packets_ask_for_nothing_past_the_fault() {
+        let pli = picture_loss_indication(1, 42);
+        // A length past the end: the packet is ignored.
+        let mut long = pli[8..].to_vec();
+        long[3] = 9;
+        assert!(keyframe_requests(&long).is_empty());
+        // A truncated second packet: the first one still counts.
+        let mut cut = pli[8..].to_vec();
+        cut.extend_from_slice(&pli[8..16]);
+        assert_eq!(keyframe_requests(&cut), vec![42]);
+        // A PLI too short for its media source.
+        assert!(keyframe_requests(&[0x81, PSFB, 0, 1, 0, 0, 0, 1]).is_empty());
+        // RTP carrying the bytes of a PLI in its payload asks for nothing.
+        let mut r = rtp(9);
+        r.extend_from_slice(&pli);
+        assert!(keyframe_requests(&r).is_empty());
+        assert!(keyframe_requests(&[]).is_empty());
+    }
+}
