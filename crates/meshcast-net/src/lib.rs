@@ -56,8 +56,9 @@
 //!   request naming a stream it delivered (by the RTP SSRC it saw) goes to
 //!   the endpoint ([`Endpoint::handle_keyframe_request`]). At the source,
 //!   the endpoint's [`Event::KeyframeRequested`] becomes a PLI to the
-//!   encoder's RTCP address, at most one per [`MediaPorts::request_gap`]
-//!   ([`rtcp`]).
+//!   encoder's RTCP address, at most one per [`MediaPorts::request_gap`],
+//!   and with [`MediaPorts::rate_feedback`] the rate the endpoint offers
+//!   ([`Event::RateOffered`]) goes there as a REMB ([`rtcp`]).
 //! - **Leaving.** When the `stop` future given to [`Node::run`] completes
 //!   (a deadline, or SIGINT/SIGTERM in `meshcast node`), the node calls
 //!   [`Endpoint::handle_close`], sends what that queued (Celerity's Bye)
@@ -185,6 +186,8 @@ pub struct NetCounters {
     /// encoder's first RTP packet (no SSRC to name), or with no encoder
     /// RTCP address.
     pub encoder_requests_held: u64,
+    /// The offered rate sent to this node's encoder (RTCP REMB).
+    pub encoder_rate_reports: u64,
 }
 
 /// The application's media over local UDP ([`Node::set_media`]): units
@@ -213,7 +216,19 @@ pub struct MediaPorts {
     /// request within the gap of the last is held (the keyframe asked for
     /// is still on its way). Zero sends every one.
     pub request_gap: Duration,
+    /// Whether the rate offered to this node's own flow goes to
+    /// `encoder_feedback` too (RTCP REMB): when it moves by
+    /// [`RATE_REPORT_CHANGE`] or more from the last sent, and every
+    /// [`RATE_REPORT_INTERVAL`] while the encoder sends.
+    pub rate_feedback: bool,
 }
+
+/// How far the offered rate moves, as a fraction of the rate last sent,
+/// before the encoder is sent the new one at once (a REMB).
+pub const RATE_REPORT_CHANGE: f64 = 0.03;
+/// How often the encoder is sent the offered rate while it stays (a REMB
+/// each second, as WebRTC receivers send theirs).
+pub const RATE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The sockets behind [`MediaPorts`].
 struct Media {
@@ -229,6 +244,11 @@ struct Media {
     own_stream: Option<u32>,
     /// When the last keyframe request went to the encoder.
     last_request: Option<Instant>,
+    rate_feedback: bool,
+    /// The rate offered to the application's own flow, bits/s.
+    offered_bps: Option<u64>,
+    /// When the encoder was last sent the offered rate, and which.
+    rate_told: Option<(Instant, u64)>,
 }
 
 /// Wait until `socket` (if any) is readable; forever without one.
@@ -396,6 +416,9 @@ impl<E: Endpoint> Node<E> {
             streams: HashMap::new(),
             own_stream: None,
             last_request: None,
+            rate_feedback: ports.rate_feedback,
+            offered_bps: None,
+            rate_told: None,
         });
         Ok(())
     }
@@ -561,6 +584,38 @@ impl<E: Endpoint> Node<E> {
         }
     }
 
+    /// Send the encoder the rate offered to its flow (a REMB) when it moved
+    /// by [`RATE_REPORT_CHANGE`] from the last sent, or
+    /// [`RATE_REPORT_INTERVAL`] after it.
+    fn tell_encoder_rate(&mut self) {
+        let Some(media) = self.media.as_mut() else {
+            return;
+        };
+        let (true, Some(to), Some(ssrc), Some(bps)) = (
+            media.rate_feedback,
+            media.encoder_feedback,
+            media.own_stream,
+            media.offered_bps,
+        ) else {
+            return;
+        };
+        let now = Instant::now();
+        let due = media.rate_told.is_none_or(|(t, told)| {
+            now.duration_since(t) >= RATE_REPORT_INTERVAL
+                || bps.abs_diff(told) as f64 >= RATE_REPORT_CHANGE * told as f64
+        });
+        if !due {
+            return;
+        }
+        let remb = rtcp::estimated_max_bitrate(!ssrc, bps, &[ssrc]);
+        if media.output.try_send_to(&remb, to).is_ok() {
+            self.counters.encoder_rate_reports += 1;
+        }
+        // A failed send (nobody at the port yet) is tried again in a
+        // second, not at every turn of the loop.
+        media.rate_told = Some((now, bps));
+    }
+
     /// Send the encoder a keyframe request (a PLI), unless one went within
     /// the request gap.
     fn ask_encoder(&mut self) {
@@ -655,8 +710,14 @@ impl<E: Endpoint> Node<E> {
                 any = true;
             }
             while let Some(e) = self.endpoint.poll_event() {
-                if let Event::KeyframeRequested { .. } = e {
-                    self.ask_encoder();
+                match e {
+                    Event::KeyframeRequested { .. } => self.ask_encoder(),
+                    Event::RateOffered { rate, .. } => {
+                        if let Some(m) = self.media.as_mut() {
+                            m.offered_bps = Some(rate.as_bps());
+                        }
+                    }
+                    _ => {}
                 }
                 on_event(now, e);
                 any = true;
@@ -666,6 +727,7 @@ impl<E: Endpoint> Node<E> {
             }
         }
         self.deliver_media();
+        self.tell_encoder_rate();
         self.send_all(out).await
     }
 

@@ -11,6 +11,12 @@
 //! RTCP packet, compound (RFC 3550 §6.1) or reduced-size (RFC 5506), and
 //! writes a PLI to an encoder inside a compound packet that starts with an
 //! empty receiver report, which every RTP stack accepts.
+//!
+//! The rate the overlay offers a session goes to its encoder the same way,
+//! as a receiver estimated maximum bitrate (REMB,
+//! draft-alvestrand-rmcat-remb-03: payload-specific feedback of format 15
+//! whose feedback information starts with `REMB`), the message WebRTC
+//! receivers tell their senders' encoders their rate with.
 
 /// RTCP's packet types occupy RTP's payload types 64–95 with the marker
 /// bit set (RFC 5761 §4): a second byte in 192..=223 is RTCP.
@@ -22,6 +28,10 @@ const PSFB: u8 = 206;
 /// Its formats: picture loss indication and full intra request.
 const PLI: u8 = 1;
 const FIR: u8 = 4;
+/// Application layer feedback, which REMB is.
+const AFB: u8 = 15;
+/// REMB's mantissa has 18 bits.
+const REMB_MANTISSA: u64 = (1 << 18) - 1;
 
 /// Whether `packet` is RTCP (version 2, a packet type of RTCP's range)
 /// rather than RTP.
@@ -35,9 +45,7 @@ pub fn rtp_ssrc(packet: &[u8]) -> Option<u32> {
     if packet.len() < 12 || packet[0] >> 6 != 2 || is_rtcp(packet) {
         return None;
     }
-    Some(u32::from_be_bytes([
-        packet[8], packet[9], packet[10], packet[11],
-    ]))
+    Some(word(packet, 8))
 }
 
 /// The streams (SSRCs) an RTCP packet asks keyframes of, in order: the
@@ -47,18 +55,8 @@ pub fn rtp_ssrc(packet: &[u8]) -> Option<u32> {
 /// version other than 2).
 pub fn keyframe_requests(packet: &[u8]) -> Vec<u32> {
     let mut asked = Vec::new();
-    if !is_rtcp(packet) {
-        return asked;
-    }
-    let word = |b: &[u8], at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-    let mut rest = packet;
-    while rest.len() >= 4 && rest[0] >> 6 == 2 {
-        let len = (usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 1) * 4;
-        if len > rest.len() {
-            break;
-        }
-        let p = &rest[..len];
-        if p[1] == PSFB && len >= 12 {
+    for p in packets(packet) {
+        if p[1] == PSFB && p.len() >= 12 {
             match p[0] & 0x1f {
                 PLI => asked.push(word(p, 8)),
                 // FCI entries: SSRC, sequence number, 3 reserved bytes.
@@ -66,9 +64,32 @@ pub fn keyframe_requests(packet: &[u8]) -> Vec<u32> {
                 _ => {}
             }
         }
-        rest = &rest[len..];
     }
     asked
+}
+
+/// The big-endian word at `at` of `b`.
+fn word(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// The packets of an RTCP datagram, each whole with its header, up to the
+/// first malformed one (a length past the datagram's end, a version other
+/// than 2); none if it is not RTCP.
+fn packets(datagram: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = if is_rtcp(datagram) { datagram } else { &[] };
+    std::iter::from_fn(move || {
+        if rest.len() < 4 || rest[0] >> 6 != 2 {
+            return None;
+        }
+        let len = (usize::from(u16::from_be_bytes([rest[2], rest[3]])) + 1) * 4;
+        if len > rest.len() {
+            return None;
+        }
+        let (p, next) = rest.split_at(len);
+        rest = next;
+        Some(p)
+    })
 }
 
 /// A compound RTCP packet asking the encoder of stream `media_ssrc` for a
@@ -83,6 +104,57 @@ pub fn picture_loss_indication(sender_ssrc: u32, media_ssrc: u32) -> [u8; 20] {
     p[12..16].copy_from_slice(&sender_ssrc.to_be_bytes());
     p[16..20].copy_from_slice(&media_ssrc.to_be_bytes());
     p
+}
+
+/// A compound RTCP packet telling the encoder of the streams `media` that
+/// the path takes `bps` bits per second: an empty receiver report from
+/// `sender_ssrc`, then a REMB. The rate is written as an 18-bit mantissa
+/// and a power of two, rounded down (never more than `bps`). At most 255
+/// streams (the count's byte).
+pub fn estimated_max_bitrate(sender_ssrc: u32, bps: u64, media: &[u32]) -> Vec<u8> {
+    let media = &media[..media.len().min(255)];
+    let mut exp = 0u32;
+    while bps >> exp > REMB_MANTISSA {
+        exp += 1;
+    }
+    let mantissa = (bps >> exp) as u32;
+    let words = 4 + media.len() as u16;
+    let mut p = Vec::with_capacity(8 + 4 * (usize::from(words) + 1));
+    p.extend_from_slice(&[0x80, RR, 0, 1]);
+    p.extend_from_slice(&sender_ssrc.to_be_bytes());
+    p.extend_from_slice(&[0x80 | AFB, PSFB]);
+    p.extend_from_slice(&words.to_be_bytes());
+    p.extend_from_slice(&sender_ssrc.to_be_bytes());
+    // The media source field is unused: the streams follow.
+    p.extend_from_slice(&0u32.to_be_bytes());
+    p.extend_from_slice(b"REMB");
+    p.push(media.len() as u8);
+    p.push((exp << 2) as u8 | (mantissa >> 16) as u8);
+    p.extend_from_slice(&(mantissa as u16).to_be_bytes());
+    for s in media {
+        p.extend_from_slice(&s.to_be_bytes());
+    }
+    p
+}
+
+/// The first REMB in an RTCP packet: its rate (bits/s) and the streams it
+/// names. `None` without one, or past the first malformed packet of a
+/// compound one.
+pub fn estimated_max_bitrate_of(packet: &[u8]) -> Option<(u64, Vec<u32>)> {
+    let p = packets(packet)
+        .find(|p| p[1] == PSFB && p[0] & 0x1f == AFB && p.len() >= 20 && &p[12..16] == b"REMB")?;
+    let count = usize::from(p[16]);
+    let exp = p[17] >> 2;
+    let mantissa = u64::from(p[17] & 3) << 16 | u64::from(u16::from_be_bytes([p[18], p[19]]));
+    let streams: Vec<u32> = p[20..]
+        .chunks_exact(4)
+        .take(count)
+        .map(|s| word(s, 0))
+        .collect();
+    if streams.len() < count {
+        return None;
+    }
+    Some((mantissa.checked_shl(u32::from(exp))?, streams))
 }
 
 #[cfg(test)]
@@ -154,6 +226,71 @@ mod tests {
         // A generic NACK (transport feedback) asks for no keyframe.
         p.extend_from_slice(&[0x81, 205, 0, 3, 0, 0, 0, 3, 0, 0, 0, 10, 0, 1, 0, 0]);
         assert_eq!(keyframe_requests(&p), vec![10, 11, 12]);
+    }
+
+    #[test]
+    fn a_remb_carries_the_rate_rounded_down() {
+        for bps in [0, 1, 299_999, 262_143, 262_144, 1_000_000, 2_500_000_000] {
+            let p = estimated_max_bitrate(7, bps, &[42]);
+            assert!(is_rtcp(&p));
+            assert_eq!(p.len(), 8 + 24, "one stream");
+            let (got, streams) = estimated_max_bitrate_of(&p).expect("a REMB");
+            assert_eq!(streams, vec![42]);
+            // Never above the rate, and within the mantissa's precision.
+            assert!(got <= bps && bps - got <= bps >> 17, "{bps}: {got}");
+            // A REMB asks for no keyframe.
+            assert!(keyframe_requests(&p).is_empty());
+        }
+        // Exact where 18 bits hold the rate.
+        assert_eq!(
+            estimated_max_bitrate_of(&estimated_max_bitrate(7, 262_143, &[1])),
+            Some((262_143, vec![1]))
+        );
+        // Several streams; none.
+        let p = estimated_max_bitrate(7, 500_000, &[1, 2, 3]);
+        assert_eq!(
+            estimated_max_bitrate_of(&p),
+            Some((500_000 >> 1 << 1, vec![1, 2, 3]))
+        );
+        let p = estimated_max_bitrate(7, 500_000, &[]);
+        assert_eq!(estimated_max_bitrate_of(&p).map(|r| r.1), Some(vec![]));
+        // Cut short: no REMB.
+        let p = estimated_max_bitrate(7, 500_000, &[1, 2]);
+        assert_eq!(estimated_max_bitrate_of(&p[..p.len() - 4]), None);
+        // A PLI is no REMB.
+        assert_eq!(
+            estimated_max_bitrate_of(&picture_loss_indication(1, 2)),
+            None
+        );
+    }
+
+    /// Whatever an application sends, reading it does not panic: random
+    /// datagrams, and random bytes behind valid RTCP headers.
+    #[test]
+    fn any_datagram_is_read_without_panic() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..20_000 {
+            let len = (next() % 64) as usize;
+            let mut d: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if len >= 4 && i % 2 == 0 {
+                // Version 2, an RTCP type, a short length.
+                d[0] = 0x80 | (d[0] & 0x1f);
+                d[1] = [200, 201, 205, 206][(i / 2) % 4];
+                d[2] = 0;
+                d[3] %= 16;
+            }
+            let _ = (
+                keyframe_requests(&d),
+                estimated_max_bitrate_of(&d),
+                rtp_ssrc(&d),
+            );
+        }
     }
 
     #[test]

@@ -10,8 +10,9 @@
 //! came from, a FIR on B's RTCP port 100 ms after it (one loss, two
 //! requests: the encoder gets one), a request for a stream nobody sent,
 //! and a PLI 1.6 s later; it also sends RTP back, which is no request.
+//! A also tells the encoder the rate it offers A's session (REMB).
 
-use meshcast_core::{Addr, FlowId, NodeId, Rate};
+use meshcast_core::{Addr, Event, FlowId, NodeId, Rate};
 use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node, rtcp};
 use meshcast_plan::Model;
 use meshcast_proto::celerity::{CelerityConfig, CelerityParams, CelerityPeer, PeerCounters};
@@ -94,6 +95,7 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
                 input: Some(input.try_clone().expect("clone")),
                 encoder_feedback: Some(encoder_rtcp_at),
                 request_gap: GAP,
+                rate_feedback: true,
                 ..MediaPorts::default()
             }
         } else {
@@ -106,11 +108,17 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
         })
         .expect("media ports");
         nodes.push(tokio::spawn(async move {
+            // The last rate the peer offered its application.
+            let mut offered = None;
             let done = node
-                .run(tokio::time::sleep(RUN), |_, _| {})
+                .run(tokio::time::sleep(RUN), |_, e| {
+                    if let Event::RateOffered { rate, .. } = e {
+                        offered = Some(rate.as_bps());
+                    }
+                })
                 .await
                 .expect("the socket keeps working");
-            (done.counters, done.endpoint.counters().clone())
+            (done.counters, done.endpoint.counters().clone(), offered)
         }));
     }
     // The encoder: 25 packets a second until the run ends.
@@ -175,11 +183,14 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
     tokio::time::sleep(GAP + Duration::from_millis(500)).await;
     decoder.send_to(&pli[8..], feedback_at).await.expect("send");
     sending.await.expect("encoder task");
-    let mut counters: Vec<(NetCounters, PeerCounters)> = Vec::new();
+    let mut counters: Vec<(NetCounters, PeerCounters, Option<u64>)> = Vec::new();
     for n in nodes {
         counters.push(n.await.expect("node task"));
     }
-    let asked = listening.await.expect("encoder RTCP task");
+    let got = listening.await.expect("encoder RTCP task");
+    let (asked, rates): (Vec<_>, Vec<_>) = got
+        .iter()
+        .partition(|p| rtcp::estimated_max_bitrate_of(p).is_none());
     let (a, b) = (&counters[0], &counters[1]);
     assert_eq!(
         (b.0.rtcp_in, b.0.keyframe_asks, b.0.keyframe_asks_dropped),
@@ -208,4 +219,25 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
         assert_eq!(p[1], 201);
         assert_ne!(&p[4..8], &STREAM.to_be_bytes());
     }
+    // The offered rate: once a second at least while the encoder sends
+    // (about 3.5 s of the run), and at once when it moves by 3%; the last
+    // one sent is within 3% of the last offered.
+    let rates: Vec<(u64, Vec<u32>)> = rates
+        .iter()
+        .filter_map(|p| rtcp::estimated_max_bitrate_of(p))
+        .collect();
+    assert_eq!(rates.len() as u64, a.0.encoder_rate_reports);
+    assert!(rates.len() >= 3, "{rates:?}");
+    assert!(
+        rates
+            .iter()
+            .all(|(bps, s)| *bps <= 300_000 && s == &[STREAM]),
+        "{rates:?}"
+    );
+    let last = rates.last().expect("a rate").0 as f64;
+    let offered = a.2.expect("A offered a rate") as f64;
+    assert!(
+        (offered - last).abs() <= 0.03 * last + 1.0,
+        "told {last}, offered {offered}"
+    );
 }

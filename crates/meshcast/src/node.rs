@@ -85,6 +85,9 @@ pub struct MediaConfig {
     /// Where the node also takes the receiving applications' RTCP
     /// (`rtcp_listen`), besides the address it sends their media from.
     pub rtcp_listen: Option<SocketAddr>,
+    /// Whether the offered rate goes to `encoder_rtcp` too, as RTCP REMB
+    /// (`rate_feedback`, default true).
+    pub rate_feedback: bool,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +97,7 @@ struct RawMedia {
     output: Option<BTreeMap<String, Spanned<String>>>,
     encoder_rtcp: Option<Spanned<String>>,
     rtcp_listen: Option<Spanned<String>>,
+    rate_feedback: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -282,11 +286,21 @@ impl NodeConfig {
                     Some(a) => Some(socket_addr(a, "media.rtcp_listen", &loc)?),
                     None => None,
                 };
+                if let Some(f) = &m.rate_feedback
+                    && encoder_rtcp.is_none()
+                {
+                    return Err(loc.err(
+                        f.span(),
+                        "media.rate_feedback",
+                        "tells the encoder its rate at media.encoder_rtcp: needs media.encoder_rtcp",
+                    ));
+                }
                 Some(MediaConfig {
                     input,
                     outputs,
                     encoder_rtcp,
                     rtcp_listen,
+                    rate_feedback: m.rate_feedback.as_ref().is_none_or(|f| *f.get_ref()),
                 })
             }
         };
@@ -539,6 +553,8 @@ pub struct NetSummary {
     /// delay bound of the last one sent, before the encoder's first
     /// packet, or with no `media.encoder_rtcp`.
     pub encoder_requests_held: u64,
+    /// The offered rate sent to this node's encoder (RTCP REMB).
+    pub encoder_rate_reports: u64,
     /// How long after its due time the node handled a timer, median, 99th
     /// percentile and largest, ms (`null` with no timer): on an idle
     /// machine about 0.1 ms at the median and 0.25 ms at the 99th
@@ -602,6 +618,7 @@ impl NetSummary {
             keyframe_asks_dropped: c.keyframe_asks_dropped,
             encoder_requests: c.encoder_requests,
             encoder_requests_held: c.encoder_requests_held,
+            encoder_rate_reports: c.encoder_rate_reports,
             timer_late_ms_p50: q(0.5),
             timer_late_ms_p99: q(0.99),
             timer_late_ms_max: done.timer_late.max().map(ms),
@@ -714,6 +731,7 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                 request_gap: std::time::Duration::from_nanos(
                     cfg.conference.params.delay_bound.as_nanos(),
                 ),
+                rate_feedback: m.rate_feedback,
             })?;
         }
         started(node.local_addr()?);
@@ -1239,6 +1257,7 @@ B = "127.0.0.1:7002"
                 outputs: vec![(0, "127.0.0.1:9001".parse().expect("address"))],
                 encoder_rtcp: None,
                 rtcp_listen: None,
+                rate_feedback: true,
             })
         );
         let c = NodeConfig::parse(
@@ -1249,6 +1268,7 @@ B = "127.0.0.1:7002"
         )
         .expect("valid media with RTCP");
         let m = c.media.expect("media");
+        assert!(m.rate_feedback);
         assert_eq!(
             m.encoder_rtcp,
             Some("127.0.0.1:9002".parse().expect("address"))
@@ -1269,6 +1289,19 @@ B = "127.0.0.1:7002"
                 "media.rtcp_listen: takes the receiving applications' RTCP: needs media.output"
             )
         );
+        assert!(
+            err(&media("input = \"127.0.0.1:9000\"\nrate_feedback = false")).contains(
+                "media.rate_feedback: tells the encoder its rate at media.encoder_rtcp: needs media.encoder_rtcp"
+            )
+        );
+        let c = NodeConfig::parse(
+            "n.toml",
+            &media(
+                "input = \"127.0.0.1:9000\"\nencoder_rtcp = \"127.0.0.1:9002\"\nrate_feedback = false",
+            ),
+        )
+        .expect("valid media without rate feedback");
+        assert!(!c.media.expect("media").rate_feedback);
         assert!(
             err(&media("input = \"127.0.0.1:9000\"\nencoder_rtcp = \"x\""))
                 .contains(r#"media.encoder_rtcp: "x" is not a host:port"#)

@@ -656,13 +656,14 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
 }
 
 /// Keyframes on request between real applications (docs/node.md,
-/// "Keyframe requests"). A receiver that starts late begins its stream
-/// between keyframes, which an encoder set to make one only at the start
-/// never sends again: its depayloader asks for one (RTCP PLI), B passes
-/// the request to A's session's source, and A to its encoder, which makes
-/// one; the receiver decodes from there. Without A's `encoder_rtcp` the
+/// "Keyframe requests and the offered rate"). A receiver that starts late
+/// begins its stream between keyframes, which an encoder set to make one
+/// only at the start never sends again: its depayloader asks for one
+/// (RTCP PLI), B passes the request to A's session's source, and A to its
+/// encoder, which makes one; the receiver decodes from there. Without A's `encoder_rtcp` the
 /// request reaches A and goes no further, and the receiver decodes
-/// nothing.
+/// nothing. A also tells the encoder the rate offered (REMB), which
+/// `x264enc` ignores.
 #[test]
 fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     if !have_gstreamer() {
@@ -674,10 +675,13 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     assert_eq!(r.b["net"]["keyframe_asks_dropped"], 0);
     assert!(r.a["peer"]["keyframe_requests_received"].as_u64() >= Some(1));
     assert!(r.a["net"]["encoder_requests"].as_u64() >= Some(1));
+    // The offered rate went to the encoder too, which ignores it.
+    assert!(r.a["net"]["encoder_rate_reports"].as_u64() >= Some(1));
     assert!(r.keyframes >= 1, "no keyframe decoded");
     assert!(r.frames >= 50, "decoded {}", r.frames);
     let r = late_receiver(false);
     assert!(r.a["peer"]["keyframe_requests_received"].as_u64() >= Some(1));
     assert_eq!(r.a["net"]["encoder_requests"], 0);
+    assert_eq!(r.a["net"]["encoder_rate_reports"], 0);
     assert_eq!((r.frames, r.keyframes), (0, 0));
 }
