@@ -170,6 +170,18 @@ fn end_nodes<const N: usize>(
     })
 }
 
+/// [`end_nodes`] for nodes that must have ended well: each one's summary.
+fn ended_well<const N: usize>(d: &Path, nodes: [(&'static str, Child); N]) -> [Value; N] {
+    end_nodes(d, nodes).map(|(id, done, summary)| {
+        assert!(
+            done.status.success(),
+            "{id}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        summary.unwrap_or_else(|| panic!("{id} wrote no readable summary.json"))
+    })
+}
+
 /// A stream: the test pattern and the encoder's settings, for the stream
 /// and its local reference alike.
 struct Stream {
@@ -362,14 +374,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     std::thread::sleep(Duration::from_secs(2));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
-    let [sa, sb] = end_nodes(d, [("A", node_a), ("B", node_b)]).map(|(id, done, summary)| {
-        assert!(
-            done.status.success(),
-            "{id}: {}",
-            String::from_utf8_lossy(&done.stderr)
-        );
-        summary.unwrap_or_else(|| panic!("{id} wrote no readable summary.json"))
-    });
+    let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
     let got = frame_crcs(&d.join("recv.crc"));
     let intact = got.iter().zip(&want).filter(|(g, w)| g == w).count();
     let reference: std::collections::HashSet<&String> = want.iter().collect();
@@ -612,14 +617,7 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
     let received = receiver.wait_with_output().expect("the receiver ends");
     stop(&sender);
     let sent = sender.wait_with_output().expect("the sender ends");
-    let [sa, sb] = end_nodes(d, [("A", node_a), ("B", node_b)]).map(|(id, done, summary)| {
-        assert!(
-            done.status.success(),
-            "{id}: {}",
-            String::from_utf8_lossy(&done.stderr)
-        );
-        summary.unwrap_or_else(|| panic!("{id} wrote no readable summary.json"))
-    });
+    let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
     // One line per decoded frame: 1 for a keyframe.
     let probe = Command::new("ffprobe")
         .args([
@@ -660,10 +658,10 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
 /// begins its stream between keyframes, which an encoder set to make one
 /// only at the start never sends again: its depayloader asks for one
 /// (RTCP PLI), B passes the request to A's session's source, and A to its
-/// encoder, which makes one; the receiver decodes from there. Without A's `encoder_rtcp` the
-/// request reaches A and goes no further, and the receiver decodes
-/// nothing. A also tells the encoder the rate offered (REMB), which
-/// `x264enc` ignores.
+/// encoder, which makes one; the receiver decodes from there. Without A's
+/// `encoder_rtcp` the request reaches A and goes no further, and the
+/// receiver decodes nothing. A also tells the encoder the rate offered
+/// (REMB), which `x264enc` ignores.
 #[test]
 fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     if !have_gstreamer() {
