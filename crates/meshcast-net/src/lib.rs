@@ -198,7 +198,8 @@ pub struct NetCounters {
 /// Keyframe requests travel as RTCP: the receiving applications' picture
 /// loss indications and full intra requests arrive on the socket the
 /// outputs are sent from, or on `feedback`; a request the endpoint reports
-/// for this node's own flow goes to `encoder_feedback` as a PLI.
+/// for this node's own flow goes to `encoder_feedback` as a PLI (and, with
+/// `rate_feedback`, the rate it offers the flow as a REMB).
 #[derive(Debug, Default)]
 pub struct MediaPorts {
     /// Where the application's own media arrives.

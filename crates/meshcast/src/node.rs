@@ -80,7 +80,8 @@ pub struct MediaConfig {
     /// address).
     pub outputs: Vec<(usize, SocketAddr)>,
     /// The encoder's RTCP address (`encoder_rtcp`): keyframe requests for
-    /// this participant's session go there as RTCP PLI.
+    /// this participant's session go there as RTCP PLI, and its offered
+    /// rate as REMB.
     pub encoder_rtcp: Option<SocketAddr>,
     /// Where the node also takes the receiving applications' RTCP
     /// (`rtcp_listen`), besides the address it sends their media from.
