@@ -273,7 +273,21 @@ impl NodeConfig {
                             "asks this participant's encoder for keyframes: needs media.input",
                         ));
                     }
-                    Some(a) => Some(socket_addr(a, "media.encoder_rtcp", &loc)?),
+                    Some(a) => {
+                        let to = socket_addr(a, "media.encoder_rtcp", &loc)?;
+                        // The node's own input would take its requests as
+                        // media and send them to the receivers.
+                        if input.is_some_and(|i| {
+                            i.port() == to.port() && (i.ip() == to.ip() || i.ip().is_unspecified())
+                        }) {
+                            return Err(loc.err(
+                                a.span(),
+                                "media.encoder_rtcp",
+                                "is media.input: the encoder's RTCP port must be its own",
+                            ));
+                        }
+                        Some(to)
+                    }
                     None => None,
                 };
                 let rtcp_listen = match &m.rtcp_listen {
@@ -1290,6 +1304,17 @@ B = "127.0.0.1:7002"
                 "media.rtcp_listen: takes the receiving applications' RTCP: needs media.output"
             )
         );
+        for input in ["127.0.0.1:9000", "0.0.0.0:9000"] {
+            assert!(
+                err(&media(&format!(
+                    "input = \"{input}\"\nencoder_rtcp = \"127.0.0.1:9000\""
+                )))
+                .contains(
+                    "media.encoder_rtcp: is media.input: the encoder's RTCP port must be its own"
+                ),
+                "{input}"
+            );
+        }
         assert!(
             err(&media("input = \"127.0.0.1:9000\"\nrate_feedback = false")).contains(
                 "media.rate_feedback: tells the encoder its rate at media.encoder_rtcp: needs media.encoder_rtcp"
