@@ -260,6 +260,20 @@ async fn readable(socket: Option<&UdpSocket>) -> io::Result<()> {
     }
 }
 
+/// The next datagram waiting on `socket`, into `buf`: its length, or
+/// `None` when none waits or the receive failed (counted in `errors`; the
+/// socket still works, and its readiness brings the caller back).
+fn recv_counted(socket: &UdpSocket, buf: &mut [u8], errors: &mut u64) -> Option<usize> {
+    match socket.try_recv(buf) {
+        Ok(n) => Some(n),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+        Err(_) => {
+            *errors += 1;
+            None
+        }
+    }
+}
+
 /// What [`Node::run`] hands back.
 #[derive(Debug)]
 pub struct Finished<E> {
@@ -521,15 +535,7 @@ impl<E: Endpoint> Node<E> {
         let Some(input) = media.input.as_ref() else {
             return;
         };
-        loop {
-            let n = match input.try_recv(buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.counters.recv_errors += 1;
-                    return;
-                }
-            };
+        while let Some(n) = recv_counted(input, buf, &mut self.counters.recv_errors) {
             self.counters.media_in += 1;
             if let Some(ssrc) = rtcp::rtp_ssrc(&buf[..n]) {
                 media.own_stream = Some(ssrc);
@@ -556,16 +562,9 @@ impl<E: Endpoint> Node<E> {
         let Some(socket) = socket else {
             return;
         };
-        loop {
-            let n = match socket.try_recv(buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    // An ICMP error for an output nobody listens on, say.
-                    self.counters.recv_errors += 1;
-                    return;
-                }
-            };
+        // An error here is an ICMP error for an output nobody listens on,
+        // say.
+        while let Some(n) = recv_counted(socket, buf, &mut self.counters.recv_errors) {
             if !rtcp::is_rtcp(&buf[..n]) {
                 continue;
             }

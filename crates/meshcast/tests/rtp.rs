@@ -23,56 +23,67 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn have_ffmpeg() -> bool {
-    let found = Command::new("ffmpeg")
-        .arg("-version")
+/// Whether `cmd args` runs and succeeds (its output discarded).
+fn runs(cmd: &str, args: &[&str]) -> bool {
+    Command::new(cmd)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|s| s.success());
+        .is_ok_and(|s| s.success())
+}
+
+/// `found`, saying what is missing when it is not: a failure when `var`
+/// is set (CI sets it and installs the tools), else a note that `test`
+/// is skipped.
+fn needed(found: bool, var: &str, missing: &str, test: &str) -> bool {
     if !found {
         assert!(
-            std::env::var_os("MESHCAST_REQUIRE_FFMPEG").is_none(),
-            "ffmpeg is required (MESHCAST_REQUIRE_FFMPEG is set) but not installed"
+            std::env::var_os(var).is_none(),
+            "{missing} is required ({var} is set) but not installed"
         );
-        eprintln!("ffmpeg is not installed: the RTP media test is skipped");
+        eprintln!("{missing} is not installed: the {test} test is skipped");
     }
     found
 }
 
+fn have_ffmpeg() -> bool {
+    needed(
+        runs("ffmpeg", &["-version"]),
+        "MESHCAST_REQUIRE_FFMPEG",
+        "ffmpeg",
+        "RTP media",
+    )
+}
+
+/// The GStreamer elements the keyframe request test's pipelines use.
+const GST_ELEMENTS: [&str; 8] = [
+    "rtpbin",
+    "x264enc",
+    "rtph264pay",
+    "rtph264depay",
+    "videotestsrc",
+    "udpsrc",
+    "udpsink",
+    "filesink",
+];
+
 /// Whether GStreamer can run the keyframe request test: its tools, the
 /// elements the pipelines use, and ffprobe to count what was decoded.
 fn have_gstreamer() -> bool {
-    let runs = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
     let found = runs("ffprobe", &["-version"])
-        && [
-            "rtpbin",
-            "x264enc",
-            "rtph264pay",
-            "rtph264depay",
-            "videotestsrc",
-            "udpsrc",
-            "udpsink",
-            "filesink",
-        ]
-        .iter()
-        .all(|e| runs("gst-inspect-1.0", &["--exists", e]));
-    if !found {
-        assert!(
-            std::env::var_os("MESHCAST_REQUIRE_GSTREAMER").is_none(),
-            "GStreamer is required (MESHCAST_REQUIRE_GSTREAMER is set) but gst-launch-1.0, \
-             an element (rtpbin, x264enc, rtph264pay, rtph264depay) or ffprobe is missing"
-        );
-        eprintln!("GStreamer or ffprobe is not installed: the keyframe request test is skipped");
-    }
-    found
+        && GST_ELEMENTS
+            .iter()
+            .all(|e| runs("gst-inspect-1.0", &["--exists", e]));
+    needed(
+        found,
+        "MESHCAST_REQUIRE_GSTREAMER",
+        &format!(
+            "GStreamer (gst-launch-1.0 with {}) or ffprobe",
+            GST_ELEMENTS.join(", ")
+        ),
+        "keyframe request",
+    )
 }
 
 /// `n` loopback ports free for UDP (`tcp`: for TCP) for one run.
