@@ -58,7 +58,16 @@
 //!   the endpoint's [`Event::KeyframeRequested`] becomes a PLI to the
 //!   encoder's RTCP address, at most one per [`MediaPorts::request_gap`],
 //!   and with [`MediaPorts::rate_feedback`] the rate the endpoint offers
-//!   ([`Event::RateOffered`]) goes there as a REMB ([`rtcp`]).
+//!   ([`Event::RateOffered`]) goes there as a REMB ([`rtcp`]). Both name
+//!   every stream the encoder sent in the last [`STREAM_SILENCE`] (audio
+//!   and video, say) and has not said goodbye to.
+//! - **Sender reports.** The encoder's own RTCP (its sender reports,
+//!   which receivers need to play its streams in sync, and its goodbyes)
+//!   travels with its media: on the media input (RTCP multiplexed with
+//!   RTP, RFC 5761) or on [`MediaPorts::input_rtcp`]. A receiving node
+//!   hands RTCP units to the flow's [`MediaPorts::rtcp_outputs`] address
+//!   where there is one (an application with an RTCP port of its own),
+//!   else to its media address with the RTP.
 //! - **Leaving.** When the `stop` future given to [`Node::run`] completes
 //!   (a deadline, or SIGINT/SIGTERM in `meshcast node`), the node calls
 //!   [`Endpoint::handle_close`], sends what that queued (Celerity's Bye)
@@ -162,12 +171,17 @@ pub struct NetCounters {
     pub send_errors: u64,
     /// Receive calls that failed with something other than "would block".
     pub recv_errors: u64,
-    /// Media units the application sent to the media input.
+    /// Media units the application sent to the media input, and RTCP
+    /// datagrams its encoder sent to [`MediaPorts::input_rtcp`] (carried
+    /// as units of its flow).
     pub media_in: u64,
     /// Media units the endpoint refused (too large, say).
     pub media_refused: u64,
     /// Media units delivered to the application's ports.
     pub media_out: u64,
+    /// Of those, RTCP units (a source's sender reports) delivered to a
+    /// flow's [`MediaPorts::rtcp_outputs`] address.
+    pub rtcp_out: u64,
     /// Media units that arrived for a flow with no port, or that the
     /// kernel refused to send on (dropped).
     pub media_dropped: u64,
@@ -182,12 +196,19 @@ pub struct NetCounters {
     /// Keyframe requests sent to this node's encoder (RTCP PLI).
     pub encoder_requests: u64,
     /// Keyframe requests for this node's encoder not sent: within
-    /// [`MediaPorts::request_gap`] of the last one sent, before the
-    /// encoder's first RTP packet (no SSRC to name), or with no encoder
-    /// RTCP address.
+    /// [`MediaPorts::request_gap`] of the last one sent, with no stream of
+    /// the encoder's heard within [`STREAM_SILENCE`] (no SSRC to name), or
+    /// with no encoder RTCP address.
     pub encoder_requests_held: u64,
     /// The offered rate sent to this node's encoder (RTCP REMB).
     pub encoder_rate_reports: u64,
+    /// RTCP datagrams from this node's encoder on
+    /// [`MediaPorts::input_rtcp`], carried to the receivers (anything else
+    /// arriving there is counted in [`NetCounters::not_rtcp`]).
+    pub encoder_reports: u64,
+    /// Datagrams on [`MediaPorts::input_rtcp`] that were not RTCP
+    /// (dropped).
+    pub not_rtcp: u64,
 }
 
 /// The application's media over local UDP ([`Node::set_media`]): units
@@ -200,12 +221,23 @@ pub struct NetCounters {
 /// outputs are sent from, or on `feedback`; a request the endpoint reports
 /// for this node's own flow goes to `encoder_feedback` as a PLI (and, with
 /// `rate_feedback`, the rate it offers the flow as a REMB).
+///
+/// The encoder's own RTCP (sender reports, goodbyes) goes to the receivers
+/// as units of its flow: from `input` when it is multiplexed with the RTP,
+/// or from `input_rtcp`; a receiving node sends RTCP units of flow `f` to
+/// its `rtcp_outputs` entry, or to its `outputs` entry without one.
 #[derive(Debug, Default)]
 pub struct MediaPorts {
     /// Where the application's own media arrives.
     pub input: Option<std::net::UdpSocket>,
+    /// Where its encoder's own RTCP arrives, if not on `input`.
+    pub input_rtcp: Option<std::net::UdpSocket>,
     /// Where each other flow's media goes.
     pub outputs: Vec<(FlowId, SocketAddr)>,
+    /// Where each other flow's RTCP goes, for the flows whose receiving
+    /// application has an RTCP port of its own (the others' RTCP goes to
+    /// `outputs` with their RTP).
+    pub rtcp_outputs: Vec<(FlowId, SocketAddr)>,
     /// Where the receiving applications' RTCP also arrives (their RTCP
     /// port), besides the socket the outputs are sent from.
     pub feedback: Option<std::net::UdpSocket>,
@@ -230,19 +262,38 @@ pub const RATE_REPORT_CHANGE: f64 = 0.03;
 /// How often the encoder is sent the offered rate while it stays (a REMB
 /// each second, as WebRTC receivers send theirs).
 pub const RATE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a stream of the encoder's may be silent and still be named in
+/// its keyframe requests and REMBs (an encoder that restarts with a new
+/// SSRC leaves the old one behind). Audio and video packets come many
+/// times a second; an encoder's sender reports (RFC 3550's minimum
+/// interval is 5 s) do not renew a stream.
+pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
+
+/// The SSRC a node names itself by in the RTCP it sends an encoder of
+/// `streams` (one at least): any other than theirs.
+fn feedback_ssrc(streams: &[u32]) -> u32 {
+    let mut own = !streams[0];
+    while streams.contains(&own) {
+        own = own.wrapping_add(1);
+    }
+    own
+}
 
 /// The sockets behind [`MediaPorts`].
 struct Media {
     input: Option<UdpSocket>,
+    input_rtcp: Option<UdpSocket>,
     output: UdpSocket,
     outputs: HashMap<FlowId, SocketAddr>,
+    rtcp_outputs: HashMap<FlowId, SocketAddr>,
     feedback: Option<UdpSocket>,
     encoder_feedback: Option<SocketAddr>,
     request_gap: Duration,
     /// The flow of each stream (RTP SSRC) delivered to the application.
     streams: HashMap<u32, FlowId>,
-    /// The SSRC of the application's own stream, once it sent a packet.
-    own_stream: Option<u32>,
+    /// The SSRCs of the application's own streams, each with when its
+    /// last RTP packet came (see [`STREAM_SILENCE`]).
+    own_streams: Vec<(u32, Instant)>,
     /// When the last keyframe request went to the encoder.
     last_request: Option<Instant>,
     rate_feedback: bool,
@@ -250,6 +301,26 @@ struct Media {
     offered_bps: Option<u64>,
     /// When the encoder was last sent the offered rate, and which.
     rate_told: Option<(Instant, u64)>,
+}
+
+/// `socket` (if any) as a non-blocking Tokio socket.
+fn tokio_socket(socket: Option<std::net::UdpSocket>) -> io::Result<Option<UdpSocket>> {
+    socket
+        .map(|s| {
+            s.set_nonblocking(true)?;
+            UdpSocket::from_std(s)
+        })
+        .transpose()
+}
+
+impl Media {
+    /// The encoder's streams heard from within [`STREAM_SILENCE`] of `now`
+    /// (the silent ones are forgotten), in the order they first came.
+    fn streams_now(&mut self, now: Instant) -> Vec<u32> {
+        self.own_streams
+            .retain(|&(_, seen)| now.saturating_duration_since(seen) < STREAM_SILENCE);
+        self.own_streams.iter().map(|&(s, _)| s).collect()
+    }
 }
 
 /// Wait until `socket` (if any) is readable; forever without one.
@@ -401,35 +472,25 @@ impl<E: Endpoint> Node<E> {
     /// take media: [`Endpoint::handle_media`]). Must be called within a
     /// Tokio runtime.
     pub fn set_media(&mut self, ports: MediaPorts) -> io::Result<()> {
-        let input = match ports.input {
-            Some(s) => {
-                s.set_nonblocking(true)?;
-                Some(UdpSocket::from_std(s)?)
-            }
-            None => None,
-        };
+        let input = tokio_socket(ports.input)?;
         let any: SocketAddr = match ports.outputs.first() {
             Some((_, a)) if a.is_ipv6() => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
             _ => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
         };
         let output = std::net::UdpSocket::bind(any)?;
         output.set_nonblocking(true)?;
-        let feedback = match ports.feedback {
-            Some(s) => {
-                s.set_nonblocking(true)?;
-                Some(UdpSocket::from_std(s)?)
-            }
-            None => None,
-        };
+        let feedback = tokio_socket(ports.feedback)?;
         self.media = Some(Media {
             input,
+            input_rtcp: tokio_socket(ports.input_rtcp)?,
             output: UdpSocket::from_std(output)?,
             outputs: ports.outputs.into_iter().collect(),
+            rtcp_outputs: ports.rtcp_outputs.into_iter().collect(),
             feedback,
             encoder_feedback: ports.encoder_feedback,
             request_gap: ports.request_gap,
             streams: HashMap::new(),
-            own_stream: None,
+            own_streams: Vec::new(),
             last_request: None,
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
@@ -492,7 +553,11 @@ impl<E: Endpoint> Node<E> {
                 }
                 ready = readable(self.media.as_ref().and_then(|m| m.input.as_ref())) => {
                     ready?;
-                    self.receive_media(&mut media_buf);
+                    self.receive_media(&mut media_buf, false);
+                }
+                ready = readable(self.media.as_ref().and_then(|m| m.input_rtcp.as_ref())) => {
+                    ready?;
+                    self.receive_media(&mut media_buf, true);
                 }
                 ready = readable(self.media.as_ref().map(|m| &m.output)) => {
                     ready?;
@@ -527,21 +592,42 @@ impl<E: Endpoint> Node<E> {
         })
     }
 
-    /// Hand every media unit waiting on the media input to the endpoint.
-    fn receive_media(&mut self, buf: &mut [u8]) {
+    /// Hand every media unit waiting on the media input (`rtcp`: the
+    /// encoder's RTCP input, which takes RTCP only) to the endpoint,
+    /// noting the encoder's streams.
+    fn receive_media(&mut self, buf: &mut [u8], rtcp: bool) {
         let Some(media) = self.media.as_mut() else {
             return;
         };
-        let Some(input) = media.input.as_ref() else {
+        let input = if rtcp {
+            media.input_rtcp.as_ref()
+        } else {
+            media.input.as_ref()
+        };
+        let Some(input) = input else {
             return;
         };
         while let Some(n) = recv_counted(input, buf, &mut self.counters.recv_errors) {
+            let unit = &buf[..n];
+            if rtcp && !rtcp::is_rtcp(unit) {
+                self.counters.not_rtcp += 1;
+                continue;
+            }
             self.counters.media_in += 1;
-            if let Some(ssrc) = rtcp::rtp_ssrc(&buf[..n]) {
-                media.own_stream = Some(ssrc);
+            self.counters.encoder_reports += u64::from(rtcp);
+            let streams = &mut media.own_streams;
+            if let Some(ssrc) = rtcp::rtp_ssrc(unit) {
+                let seen = Instant::now();
+                match streams.iter_mut().find(|(s, _)| *s == ssrc) {
+                    Some(s) => s.1 = seen,
+                    None => streams.push((ssrc, seen)),
+                }
+            } else {
+                let gone = rtcp::goodbyes(unit);
+                streams.retain(|(s, _)| !gone.contains(s));
             }
             let now = protocol_time(self.origin + self.start.elapsed());
-            if !self.endpoint.handle_media(now, &buf[..n]) {
+            if !self.endpoint.handle_media(now, unit) {
                 self.counters.media_refused += 1;
             }
         }
@@ -591,15 +677,18 @@ impl<E: Endpoint> Node<E> {
         let Some(media) = self.media.as_mut() else {
             return;
         };
-        let (true, Some(to), Some(ssrc), Some(bps)) = (
+        let (true, Some(to), Some(bps)) = (
             media.rate_feedback,
             media.encoder_feedback,
-            media.own_stream,
             media.offered_bps,
         ) else {
             return;
         };
         let now = Instant::now();
+        let streams = media.streams_now(now);
+        if streams.is_empty() {
+            return;
+        }
         let due = media.rate_told.is_none_or(|(t, told)| {
             now.duration_since(t) >= RATE_REPORT_INTERVAL
                 || bps.abs_diff(told) as f64 >= RATE_REPORT_CHANGE * told as f64
@@ -607,7 +696,7 @@ impl<E: Endpoint> Node<E> {
         if !due {
             return;
         }
-        let remb = rtcp::estimated_max_bitrate(!ssrc, bps, &[ssrc]);
+        let remb = rtcp::estimated_max_bitrate(feedback_ssrc(&streams), bps, &streams);
         if media.output.try_send_to(&remb, to).is_ok() {
             self.counters.encoder_rate_reports += 1;
         }
@@ -626,11 +715,10 @@ impl<E: Endpoint> Node<E> {
         let recent = media
             .last_request
             .is_some_and(|t| now.duration_since(t) < media.request_gap);
-        let sent = match (media.encoder_feedback, media.own_stream) {
-            (Some(to), Some(ssrc)) if !recent => {
-                // The node's own SSRC as a receiver: any other than the
-                // stream's.
-                let pli = rtcp::picture_loss_indication(!ssrc, ssrc);
+        let streams = media.streams_now(now);
+        let sent = match media.encoder_feedback {
+            Some(to) if !recent && !streams.is_empty() => {
+                let pli = rtcp::picture_loss_indication(feedback_ssrc(&streams), &streams);
                 media.output.try_send_to(&pli, to).is_ok()
             }
             _ => false,
@@ -643,20 +731,29 @@ impl<E: Endpoint> Node<E> {
         }
     }
 
-    /// Send the media units that arrived for the application to its ports.
+    /// Send the media units that arrived for the application to its ports
+    /// (RTCP units to the flow's RTCP port, where it has one).
     fn deliver_media(&mut self) {
         while let Some((flow, unit)) = self.endpoint.poll_media() {
             let sent = self.media.as_mut().and_then(|m| {
-                if let Some(ssrc) = rtcp::rtp_ssrc(&unit) {
-                    m.streams.insert(ssrc, flow);
-                }
-                let dest = m.outputs.get(&flow)?;
-                m.output.try_send_to(&unit, *dest).ok()
+                let rtcp_to = if rtcp::is_rtcp(&unit) {
+                    m.rtcp_outputs.get(&flow)
+                } else {
+                    if let Some(ssrc) = rtcp::rtp_ssrc(&unit) {
+                        m.streams.insert(ssrc, flow);
+                    }
+                    None
+                };
+                let dest = rtcp_to.or_else(|| m.outputs.get(&flow))?;
+                m.output.try_send_to(&unit, *dest).ok()?;
+                Some(rtcp_to.is_some())
             });
-            if sent.is_some() {
-                self.counters.media_out += 1;
-            } else {
-                self.counters.media_dropped += 1;
+            match sent {
+                Some(rtcp) => {
+                    self.counters.media_out += 1;
+                    self.counters.rtcp_out += u64::from(rtcp);
+                }
+                None => self.counters.media_dropped += 1,
             }
         }
     }

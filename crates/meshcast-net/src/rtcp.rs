@@ -1,5 +1,5 @@
 //! The little of RTP and RTCP a node reads and writes for its applications'
-//! keyframe requests.
+//! keyframe requests and streams.
 //!
 //! A node carries its applications' RTP unchanged and reads none of it
 //! but for one field: the synchronisation source (SSRC) of each stream, so
@@ -17,12 +17,18 @@
 //! draft-alvestrand-rmcat-remb-03: payload-specific feedback of format 15
 //! whose feedback information starts with `REMB`), the message WebRTC
 //! receivers tell their senders' encoders their rate with.
+//!
+//! An encoder may send several streams (audio and video, say) through one
+//! node: every PLI and REMB names each of them, and an encoder's goodbye
+//! (BYE, RFC 3550 §6.6) ends a stream.
 
 /// RTCP's packet types occupy RTP's payload types 64–95 with the marker
 /// bit set (RFC 5761 §4): a second byte in 192..=223 is RTCP.
 const RTCP_TYPES: std::ops::RangeInclusive<u8> = 192..=223;
 /// RTCP receiver report.
 const RR: u8 = 201;
+/// Goodbye: the sources it lists leave.
+const BYE: u8 = 203;
 /// RTCP payload-specific feedback.
 const PSFB: u8 = 206;
 /// Its formats: picture loss indication and full intra request.
@@ -30,6 +36,9 @@ const PLI: u8 = 1;
 const FIR: u8 = 4;
 /// Application layer feedback, which REMB is.
 const AFB: u8 = 15;
+/// The most streams one packet the node writes names (REMB's count is a
+/// byte).
+pub const MAX_STREAMS: usize = 255;
 /// REMB's mantissa has 18 bits.
 const REMB_MANTISSA: u64 = (1 << 18) - 1;
 
@@ -92,27 +101,46 @@ fn packets(datagram: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// A compound RTCP packet asking the encoder of stream `media_ssrc` for a
-/// keyframe: an empty receiver report from `sender_ssrc`, then a PLI.
-pub fn picture_loss_indication(sender_ssrc: u32, media_ssrc: u32) -> [u8; 20] {
-    let mut p = [0u8; 20];
+/// A compound RTCP packet asking the encoder of the streams `media` for a
+/// keyframe: an empty receiver report from `sender_ssrc`, then a PLI for
+/// each stream (a PLI names one media source). At most [`MAX_STREAMS`]
+/// streams.
+pub fn picture_loss_indication(sender_ssrc: u32, media: &[u32]) -> Vec<u8> {
+    let media = &media[..media.len().min(MAX_STREAMS)];
+    let mut p = Vec::with_capacity(8 + 12 * media.len());
     // Receiver report with no report blocks: length 1 (two words).
-    p[..4].copy_from_slice(&[0x80, RR, 0, 1]);
-    p[4..8].copy_from_slice(&sender_ssrc.to_be_bytes());
-    // PLI: length 2 (three words), no feedback control information.
-    p[8..12].copy_from_slice(&[0x80 | PLI, PSFB, 0, 2]);
-    p[12..16].copy_from_slice(&sender_ssrc.to_be_bytes());
-    p[16..20].copy_from_slice(&media_ssrc.to_be_bytes());
+    p.extend_from_slice(&[0x80, RR, 0, 1]);
+    p.extend_from_slice(&sender_ssrc.to_be_bytes());
+    for s in media {
+        // PLI: length 2 (three words), no feedback control information.
+        p.extend_from_slice(&[0x80 | PLI, PSFB, 0, 2]);
+        p.extend_from_slice(&sender_ssrc.to_be_bytes());
+        p.extend_from_slice(&s.to_be_bytes());
+    }
     p
+}
+
+/// The streams (SSRCs) an RTCP packet says goodbye for (RFC 3550 §6.6: a
+/// BYE lists the sources that leave), in order; read as
+/// [`keyframe_requests`] reads.
+pub fn goodbyes(packet: &[u8]) -> Vec<u32> {
+    let mut gone = Vec::new();
+    for p in packets(packet) {
+        if p[1] == BYE {
+            let count = usize::from(p[0] & 0x1f);
+            gone.extend(p[4..].chunks_exact(4).take(count).map(|s| word(s, 0)));
+        }
+    }
+    gone
 }
 
 /// A compound RTCP packet telling the encoder of the streams `media` that
 /// the path takes `bps` bits per second: an empty receiver report from
 /// `sender_ssrc`, then a REMB. The rate is written as an 18-bit mantissa
-/// and a power of two, rounded down (never more than `bps`). At most 255
-/// streams (the count's byte).
+/// and a power of two, rounded down (never more than `bps`). At most
+/// [`MAX_STREAMS`] streams (the count's byte).
 pub fn estimated_max_bitrate(sender_ssrc: u32, bps: u64, media: &[u32]) -> Vec<u8> {
-    let media = &media[..media.len().min(255)];
+    let media = &media[..media.len().min(MAX_STREAMS)];
     let mut exp = 0u32;
     while bps >> exp > REMB_MANTISSA {
         exp += 1;
@@ -209,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_pli_round_trips_and_names_its_stream() {
-        let p = picture_loss_indication(1, 0x1234_5678);
+        let p = picture_loss_indication(1, &[0x1234_5678]);
         assert!(is_rtcp(&p));
         assert_eq!(keyframe_requests(&p), vec![0x1234_5678]);
         // The empty receiver report is a whole packet of two words.
@@ -219,9 +247,40 @@ mod tests {
     }
 
     #[test]
+    fn a_pli_names_every_stream_of_its_encoder() {
+        let p = picture_loss_indication(1, &[10, 11, 12]);
+        assert_eq!(p.len(), 8 + 3 * 12);
+        assert_eq!(keyframe_requests(&p), vec![10, 11, 12]);
+        // None: the receiver report alone, which asks for nothing.
+        assert_eq!(
+            picture_loss_indication(1, &[]),
+            vec![0x80, 201, 0, 1, 0, 0, 0, 1]
+        );
+        let many: Vec<u32> = (0..300).collect();
+        assert_eq!(
+            keyframe_requests(&picture_loss_indication(1, &many)).len(),
+            MAX_STREAMS
+        );
+    }
+
+    #[test]
+    fn a_bye_names_the_streams_that_leave() {
+        // A sender report, then a BYE for two sources with a reason.
+        let mut p = sender_report(3);
+        p.extend_from_slice(&[0x82, 203, 0, 4, 0, 0, 0, 3, 0, 0, 0, 4, 4, b'd', b'o', b'n']);
+        p.extend_from_slice(&[b'e', 0, 0, 0]);
+        assert_eq!(goodbyes(&p), vec![3, 4]);
+        assert!(keyframe_requests(&p).is_empty());
+        // A count past the packet's words names what is there.
+        assert_eq!(goodbyes(&[0x83, 203, 0, 1, 0, 0, 0, 9]), vec![9]);
+        assert!(goodbyes(&sender_report(3)).is_empty());
+        assert!(goodbyes(&rtp(3)).is_empty());
+    }
+
+    #[test]
     fn compound_packets_are_read_through() {
         let mut p = sender_report(3);
-        p.extend_from_slice(&picture_loss_indication(3, 10)[8..]);
+        p.extend_from_slice(&picture_loss_indication(3, &[10])[8..]);
         p.extend_from_slice(&fir(3, &[11, 12]));
         // A generic NACK (transport feedback) asks for no keyframe.
         p.extend_from_slice(&[0x81, 205, 0, 3, 0, 0, 0, 3, 0, 0, 0, 10, 0, 1, 0, 0]);
@@ -259,7 +318,7 @@ mod tests {
         assert_eq!(estimated_max_bitrate_of(&p[..p.len() - 4]), None);
         // A PLI is no REMB.
         assert_eq!(
-            estimated_max_bitrate_of(&picture_loss_indication(1, 2)),
+            estimated_max_bitrate_of(&picture_loss_indication(1, &[2])),
             None
         );
     }
@@ -281,12 +340,13 @@ mod tests {
             if len >= 4 && i % 2 == 0 {
                 // Version 2, an RTCP type, a short length.
                 d[0] = 0x80 | (d[0] & 0x1f);
-                d[1] = [200, 201, 205, 206][(i / 2) % 4];
+                d[1] = [200, 201, 203, 205, 206][(i / 2) % 5];
                 d[2] = 0;
                 d[3] %= 16;
             }
             let _ = (
                 keyframe_requests(&d),
+                goodbyes(&d),
                 estimated_max_bitrate_of(&d),
                 rtp_ssrc(&d),
             );
@@ -295,7 +355,7 @@ mod tests {
 
     #[test]
     fn malformed_packets_ask_for_nothing_past_the_fault() {
-        let pli = picture_loss_indication(1, 42);
+        let pli = picture_loss_indication(1, &[42]);
         // A length past the end: the packet is ignored.
         let mut long = pli[8..].to_vec();
         long[3] = 9;

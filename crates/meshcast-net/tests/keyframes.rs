@@ -11,6 +11,12 @@
 //! requests: the encoder gets one), a request for a stream nobody sent,
 //! and a PLI 1.6 s later; it also sends RTP back, which is no request.
 //! A also tells the encoder the rate it offers A's session (REMB).
+//!
+//! The encoder's own RTCP travels with its media: an encoder with two
+//! streams (audio and video) sends its sender reports and a goodbye to
+//! A's RTCP input; B hands them to its decoder's RTCP port, C (which has
+//! none) to its RTP port, and A's keyframe requests and REMBs name every
+//! stream the encoder still sends.
 
 use meshcast_core::{Addr, Event, FlowId, NodeId, Rate};
 use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node, rtcp};
@@ -30,11 +36,40 @@ const RUN: Duration = Duration::from_secs(4);
 
 /// An RTP packet of [`STREAM`] with sequence number `seq`.
 fn rtp(seq: u16) -> Vec<u8> {
+    rtp_of(STREAM, seq, 500)
+}
+
+/// An RTP packet of `len` bytes of stream `ssrc` with sequence number
+/// `seq`.
+fn rtp_of(ssrc: u32, seq: u16, len: usize) -> Vec<u8> {
     let mut p = vec![0x80, 96];
     p.extend_from_slice(&seq.to_be_bytes());
     p.extend_from_slice(&u32::from(seq).wrapping_mul(3600).to_be_bytes());
-    p.extend_from_slice(&STREAM.to_be_bytes());
-    p.resize(500, 0x55);
+    p.extend_from_slice(&ssrc.to_be_bytes());
+    p.resize(len, 0x55);
+    p
+}
+
+/// A sender report of stream `ssrc` (RFC 3550 §6.4.1, no report blocks)
+/// whose NTP time and packet count are `k`, followed by an SDES packet
+/// with its CNAME: the compound packet an RTP stack sends.
+fn sender_report(ssrc: u32, k: u32) -> Vec<u8> {
+    let mut p = vec![0x80, 200, 0, 6];
+    p.extend_from_slice(&ssrc.to_be_bytes());
+    for w in [k, 0, k * 3600, k, k * 100] {
+        p.extend_from_slice(&w.to_be_bytes());
+    }
+    // SDES: one chunk, CNAME "enc" (item, length, text, end, padding).
+    p.extend_from_slice(&[0x81, 202, 0, 3]);
+    p.extend_from_slice(&ssrc.to_be_bytes());
+    p.extend_from_slice(&[1, 3, b'e', b'n', b'c', 0, 0, 0]);
+    p
+}
+
+/// A goodbye for stream `ssrc` (RFC 3550 §6.6).
+fn bye(ssrc: u32) -> Vec<u8> {
+    let mut p = vec![0x81, 203, 0, 1];
+    p.extend_from_slice(&ssrc.to_be_bytes());
     p
 }
 
@@ -56,30 +91,31 @@ fn local(s: &std::net::UdpSocket) -> SocketAddr {
     s.local_addr().expect("local address")
 }
 
-#[tokio::test]
-async fn an_applications_keyframe_request_reaches_the_encoder() {
-    let peers = [udp(), udp()];
-    let addrs: Vec<Addr> = (0..2).map(|i| Addr::new(NodeId(i), 5000)).collect();
+/// What a node's run gave: its socket's counters, its peer's, and the
+/// last rate the peer offered its application.
+type Ran = (NetCounters, PeerCounters, Option<u64>);
+
+/// Run `n` Celerity peers on loopback for `run`, participant 0 the only
+/// source (capped at 300 kbit/s), each with the media ports `ports` gives
+/// it.
+fn start_peers(
+    n: usize,
+    run: Duration,
+    mut ports: impl FnMut(usize) -> MediaPorts,
+) -> Vec<tokio::task::JoinHandle<Ran>> {
+    let sockets: Vec<_> = (0..n).map(|_| udp()).collect();
+    let addrs: Vec<Addr> = (0..n as u32).map(|i| Addr::new(NodeId(i), 5000)).collect();
     let mut book = AddrBook::new();
-    for (a, s) in addrs.iter().zip(&peers) {
+    for (a, s) in addrs.iter().zip(&sockets) {
         book.insert(*a, local(s)).expect("distinct addresses");
     }
-    // The applications' sockets: A's media input, the encoder's RTP and
-    // RTCP, the decoder's, and B's RTCP port.
-    let (input, encoder, encoder_rtcp, decoder, feedback) = (udp(), udp(), udp(), udp(), udp());
-    let (input_at, encoder_rtcp_at, decoder_at, feedback_at) = (
-        local(&input),
-        local(&encoder_rtcp),
-        local(&decoder),
-        local(&feedback),
-    );
     let epoch = std::time::Instant::now();
     let mut nodes = Vec::new();
-    for (me, socket) in peers.into_iter().enumerate() {
+    for (me, socket) in sockets.into_iter().enumerate() {
         let mut peer = CelerityPeer::new(CelerityConfig {
             me,
             participants: addrs.clone(),
-            flows: vec![FlowId(0), FlowId(1)],
+            flows: (0..n as u32).map(FlowId).collect(),
             model: Model::Deep,
             params: CelerityParams {
                 max_rate: Some(Rate::from_kbps_f64(300.0)),
@@ -90,7 +126,58 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
         peer.set_app_media(true, me == 0);
         let mut node =
             Node::with_epoch_instant(peer, socket, book.clone(), epoch).expect("socket set up");
-        node.set_media(if me == 0 {
+        node.set_media(ports(me)).expect("media ports");
+        nodes.push(tokio::spawn(async move {
+            let mut offered = None;
+            let done = node
+                .run(tokio::time::sleep(run), |_, e| {
+                    if let Event::RateOffered { rate, .. } = e {
+                        offered = Some(rate.as_bps());
+                    }
+                })
+                .await
+                .expect("the socket keeps working");
+            (done.counters, done.endpoint.counters().clone(), offered)
+        }));
+    }
+    nodes
+}
+
+/// `socket` for Tokio.
+fn tokio_udp(socket: std::net::UdpSocket) -> UdpSocket {
+    socket.set_nonblocking(true).expect("nonblocking");
+    UdpSocket::from_std(socket).expect("Tokio socket")
+}
+
+/// Every datagram `socket` gets until half a second after a run of
+/// `run`.
+fn collect(socket: std::net::UdpSocket, run: Duration) -> tokio::task::JoinHandle<Vec<Vec<u8>>> {
+    let socket = tokio_udp(socket);
+    tokio::spawn(async move {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1500];
+        let until = tokio::time::Instant::now() + run + Duration::from_millis(500);
+        while let Ok(Ok((n, _))) = tokio::time::timeout_at(until, socket.recv_from(&mut buf)).await
+        {
+            got.push(buf[..n].to_vec());
+        }
+        got
+    })
+}
+
+#[tokio::test]
+async fn an_applications_keyframe_request_reaches_the_encoder() {
+    // The applications' sockets: A's media input, the encoder's RTP and
+    // RTCP, the decoder's, and B's RTCP port.
+    let (input, encoder, encoder_rtcp, decoder, feedback) = (udp(), udp(), udp(), udp(), udp());
+    let (input_at, encoder_rtcp_at, decoder_at, feedback_at) = (
+        local(&input),
+        local(&encoder_rtcp),
+        local(&decoder),
+        local(&feedback),
+    );
+    let nodes = start_peers(2, RUN, |me| {
+        if me == 0 {
             MediaPorts {
                 input: Some(input.try_clone().expect("clone")),
                 encoder_feedback: Some(encoder_rtcp_at),
@@ -105,28 +192,10 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
                 request_gap: GAP,
                 ..MediaPorts::default()
             }
-        })
-        .expect("media ports");
-        nodes.push(tokio::spawn(async move {
-            // The last rate the peer offered its application.
-            let mut offered = None;
-            let done = node
-                .run(tokio::time::sleep(RUN), |_, e| {
-                    if let Event::RateOffered { rate, .. } = e {
-                        offered = Some(rate.as_bps());
-                    }
-                })
-                .await
-                .expect("the socket keeps working");
-            (done.counters, done.endpoint.counters().clone(), offered)
-        }));
-    }
+        }
+    });
     // The encoder: 25 packets a second until the run ends.
-    let encoder = UdpSocket::from_std({
-        encoder.set_nonblocking(true).expect("nonblocking");
-        encoder
-    })
-    .expect("encoder socket");
+    let encoder = tokio_udp(encoder);
     let sending = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_millis(40));
         for seq in 0..(RUN.as_millis() / 40) as u16 {
@@ -135,25 +204,9 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
         }
     });
     // The encoder's RTCP port: every keyframe request it is sent.
-    let encoder_rtcp = UdpSocket::from_std({
-        encoder_rtcp.set_nonblocking(true).expect("nonblocking");
-        encoder_rtcp
-    })
-    .expect("encoder RTCP socket");
-    let listening = tokio::spawn(async move {
-        let mut asked = Vec::new();
-        let mut buf = [0u8; 1500];
-        let until = tokio::time::Instant::now() + RUN + Duration::from_millis(500);
-        while let Ok(Ok((n, _))) =
-            tokio::time::timeout_at(until, encoder_rtcp.recv_from(&mut buf)).await
-        {
-            asked.push(buf[..n].to_vec());
-        }
-        asked
-    });
+    let listening = collect(encoder_rtcp, RUN);
     // The decoder: wait for A's stream, then ask.
-    decoder.set_nonblocking(true).expect("nonblocking");
-    let decoder = UdpSocket::from_std(decoder).expect("decoder socket");
+    let decoder = tokio_udp(decoder);
     let mut buf = [0u8; 1500];
     let (n, from) = tokio::time::timeout(Duration::from_secs(3), decoder.recv_from(&mut buf))
         .await
@@ -165,7 +218,7 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
         "delivered unchanged"
     );
     let me = 0xD0_u32;
-    let pli = rtcp::picture_loss_indication(me, STREAM);
+    let pli = rtcp::picture_loss_indication(me, &[STREAM]);
     // One loss, two requests: a PLI answered to the sending address, and
     // a FIR on the RTCP port soon after.
     decoder.send_to(&pli, from).await.expect("send");
@@ -177,7 +230,7 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
     // RTP is no request; a stream B delivered none of cannot be asked.
     decoder.send_to(&rtp(9), from).await.expect("send");
     decoder
-        .send_to(&rtcp::picture_loss_indication(me, STREAM + 1), from)
+        .send_to(&rtcp::picture_loss_indication(me, &[STREAM + 1]), from)
         .await
         .expect("send");
     tokio::time::sleep(GAP + Duration::from_millis(500)).await;
@@ -240,4 +293,175 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
         (offered - last).abs() <= 0.03 * last + 1.0,
         "told {last}, offered {offered}"
     );
+}
+
+/// The encoder's video and audio streams.
+const VIDEO: u32 = 0x0000_0F1D;
+const AUDIO: u32 = 0x0000_A0D1;
+/// The offered rate at which the encoder below starts its reports: about
+/// 2.5 times what it sends, reached about 3.3 s into the run on loopback.
+const REPORTS_FROM_BPS: u64 = 200_000;
+
+#[tokio::test]
+async fn an_encoders_reports_and_streams_travel_with_its_media() {
+    let run = Duration::from_secs(7);
+    // A's media input and RTCP input; the encoder's RTP and RTCP sockets;
+    // B's decoder's RTP and RTCP ports and B's RTCP input; C's decoder.
+    let (input, input_rtcp, encoder, encoder_rtcp) = (udp(), udp(), udp(), udp());
+    let (decoder, decoder_rtcp, feedback, muxed) = (udp(), udp(), udp(), udp());
+    let (input_at, input_rtcp_at, encoder_rtcp_at, feedback_at) = (
+        local(&input),
+        local(&input_rtcp),
+        local(&encoder_rtcp),
+        local(&feedback),
+    );
+    let (decoder_at, decoder_rtcp_at, muxed_at) =
+        (local(&decoder), local(&decoder_rtcp), local(&muxed));
+    let nodes = start_peers(3, run, |me| match me {
+        0 => MediaPorts {
+            input: Some(input.try_clone().expect("clone")),
+            input_rtcp: Some(input_rtcp.try_clone().expect("clone")),
+            encoder_feedback: Some(encoder_rtcp_at),
+            request_gap: GAP,
+            rate_feedback: true,
+            ..MediaPorts::default()
+        },
+        1 => MediaPorts {
+            outputs: vec![(FlowId(0), decoder_at)],
+            rtcp_outputs: vec![(FlowId(0), decoder_rtcp_at)],
+            feedback: Some(feedback.try_clone().expect("clone")),
+            request_gap: GAP,
+            ..MediaPorts::default()
+        },
+        _ => MediaPorts {
+            outputs: vec![(FlowId(0), muxed_at)],
+            request_gap: GAP,
+            ..MediaPorts::default()
+        },
+    });
+    let (at_decoder, at_decoder_rtcp, at_muxed) = (
+        collect(decoder, run),
+        collect(decoder_rtcp, run),
+        collect(muxed, run),
+    );
+    // The encoder: video (300 bytes) and audio (80 bytes) every 40 ms,
+    // about 76 kbit/s. As a WebRTC sender would, it waits for the node's
+    // REMB to offer room before its reports start (units that wait for
+    // the rate at the source past the delay bound are dropped there);
+    // then a report, a datagram that is not RTCP, a second report, a
+    // goodbye to the audio stream (which stops), a last report.
+    let (started, mut start) = tokio::sync::watch::channel(None);
+    let encoder = tokio_udp(encoder);
+    let encoder_rtcp = tokio_udp(encoder_rtcp);
+    let encoding = tokio::spawn(async move {
+        let (mut reports, mut got) = (Vec::new(), Vec::new());
+        let mut tick = tokio::time::interval(Duration::from_millis(40));
+        let stop = tokio::time::Instant::now() + run;
+        let (mut k, mut from, mut audio) = (0u16, None, true);
+        let mut buf = [0u8; 1500];
+        loop {
+            tokio::select! {
+                now = tick.tick() => {
+                    if now >= stop {
+                        break;
+                    }
+                    encoder.send_to(&rtp_of(VIDEO, k, 300), input_at).await.expect("send");
+                    if audio {
+                        encoder.send_to(&rtp_of(AUDIO, k, 80), input_at).await.expect("send");
+                    }
+                    let since = from.map(|f| k - f);
+                    let report = match since {
+                        Some(0 | 12 | 40) => Some(sender_report(VIDEO, u32::from(k))),
+                        Some(25) => {
+                            audio = false;
+                            Some([sender_report(AUDIO, u32::from(k)), bye(AUDIO)].concat())
+                        }
+                        _ => None,
+                    };
+                    if let Some(r) = report {
+                        encoder.send_to(&r, input_rtcp_at).await.expect("send");
+                        reports.push(r);
+                    }
+                    if since == Some(5) {
+                        encoder.send_to(&rtp_of(VIDEO, k, 100), input_rtcp_at).await.expect("send");
+                    }
+                    k += 1;
+                }
+                r = encoder_rtcp.recv_from(&mut buf) => {
+                    let (n, _) = r.expect("receive");
+                    let p = buf[..n].to_vec();
+                    if from.is_none()
+                        && rtcp::estimated_max_bitrate_of(&p).is_some_and(|r| r.0 >= REPORTS_FROM_BPS)
+                    {
+                        from = Some(k);
+                        started.send_replace(Some(tokio::time::Instant::now()));
+                    }
+                    got.push(p);
+                }
+            }
+        }
+        // What else comes within half a second.
+        while let Ok(Ok((n, _))) =
+            tokio::time::timeout(Duration::from_millis(500), encoder_rtcp.recv_from(&mut buf)).await
+        {
+            got.push(buf[..n].to_vec());
+        }
+        (reports, got)
+    });
+    // B's decoder asks for a keyframe of the video 0.3 s after the reports
+    // start, while the audio plays, and again 1.8 s after, past the audio's
+    // goodbye (at 1 s) and the gap.
+    let t0 = *start
+        .wait_for(Option::is_some)
+        .await
+        .expect("the offered rate reaches the encoder's start");
+    let t0 = t0.expect("started");
+    let asker = tokio_udp(udp());
+    let pli = rtcp::picture_loss_indication(0xD0, &[VIDEO]);
+    for at in [300, 1800] {
+        tokio::time::sleep_until(t0 + Duration::from_millis(at)).await;
+        asker.send_to(&pli, feedback_at).await.expect("send");
+    }
+    let (reports, got) = encoding.await.expect("encoder task");
+    let mut counters: Vec<Ran> = Vec::new();
+    for n in nodes {
+        counters.push(n.await.expect("node task"));
+    }
+    let (a, b, c) = (&counters[0], &counters[1], &counters[2]);
+    assert_eq!((a.0.encoder_reports, a.0.not_rtcp), (4, 1), "A: {:?}", a.0);
+    // B: the reports, unchanged and in order, on the decoder's RTCP port;
+    // only RTP, of both streams, on its RTP port.
+    let (rtcp_b, rtp_b) = (
+        at_decoder_rtcp.await.expect("task"),
+        at_decoder.await.expect("task"),
+    );
+    assert_eq!(rtcp_b, reports, "A: {:?}", a.1);
+    assert_eq!(b.0.rtcp_out, 4, "B: {:?}", b.0);
+    assert!(rtp_b.iter().all(|p| !rtcp::is_rtcp(p)));
+    for s in [VIDEO, AUDIO] {
+        assert!(rtp_b.iter().any(|p| rtcp::rtp_ssrc(p) == Some(s)), "{s:x}");
+    }
+    // C, with no RTCP port: the reports among the RTP.
+    let at_c = at_muxed.await.expect("task");
+    let rtcp_c: Vec<_> = at_c.iter().filter(|p| rtcp::is_rtcp(p)).cloned().collect();
+    assert_eq!(rtcp_c, reports);
+    assert_eq!(c.0.rtcp_out, 0, "C: {:?}", c.0);
+    assert_eq!(c.0.media_out, at_c.len() as u64);
+    // The encoder: a keyframe request for both streams while both play,
+    // for the video alone after the audio's goodbye; the REMBs likewise.
+    let asked: Vec<Vec<u32>> = got
+        .iter()
+        .filter(|p| rtcp::estimated_max_bitrate_of(p).is_none())
+        .map(|p| rtcp::keyframe_requests(p))
+        .collect();
+    assert_eq!(asked, vec![vec![VIDEO, AUDIO], vec![VIDEO]]);
+    let named: Vec<Vec<u32>> = got
+        .iter()
+        .filter_map(|p| rtcp::estimated_max_bitrate_of(p))
+        .map(|r| r.1)
+        .collect();
+    let both = named.iter().take_while(|s| s == &&[VIDEO, AUDIO]).count();
+    assert!(both >= 1, "{named:?}");
+    assert!(named.len() > both, "{named:?}");
+    assert!(named[both..].iter().all(|s| s == &[VIDEO]), "{named:?}");
 }

@@ -76,9 +76,17 @@ pub enum Epoch {
 pub struct MediaConfig {
     /// Where this participant's own media arrives (from its encoder).
     pub input: Option<SocketAddr>,
+    /// Where this participant's encoder sends its own RTCP (sender
+    /// reports), if not to `input` (`input_rtcp`): carried to the
+    /// receivers with its media.
+    pub input_rtcp: Option<SocketAddr>,
     /// Where each other participant's media goes: (participant index,
     /// address).
     pub outputs: Vec<(usize, SocketAddr)>,
+    /// Where each other participant's RTCP goes, for the receiving
+    /// applications with an RTCP port of their own (`output_rtcp`); the
+    /// others get it with the RTP.
+    pub rtcp_outputs: Vec<(usize, SocketAddr)>,
     /// The encoder's RTCP address (`encoder_rtcp`): keyframe requests for
     /// this participant's session go there as RTCP PLI, and its offered
     /// rate as REMB.
@@ -95,7 +103,9 @@ pub struct MediaConfig {
 #[serde(deny_unknown_fields)]
 struct RawMedia {
     input: Option<Spanned<String>>,
+    input_rtcp: Option<Spanned<String>>,
     output: Option<BTreeMap<String, Spanned<String>>>,
+    output_rtcp: Option<BTreeMap<String, Spanned<String>>>,
     encoder_rtcp: Option<Spanned<String>>,
     rtcp_listen: Option<Spanned<String>>,
     rate_feedback: Option<Spanned<bool>>,
@@ -133,6 +143,12 @@ fn socket_addr(
                 format!("{:?} is not a host:port address", text.get_ref()),
             )
         })
+}
+
+/// Whether `a` and `b` are one local UDP port (an unspecified address
+/// takes the port on every address).
+fn same_port(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port() && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
 }
 
 impl NodeConfig {
@@ -265,6 +281,40 @@ impl NodeConfig {
                     }
                     outputs.push((p, socket_addr(addr, &field, &loc)?));
                 }
+                let input_rtcp = match &m.input_rtcp {
+                    Some(a) if input.is_none() => {
+                        return Err(loc.err(
+                            a.span(),
+                            "media.input_rtcp",
+                            "takes the encoder's RTCP: needs media.input",
+                        ));
+                    }
+                    Some(a) => {
+                        let at = socket_addr(a, "media.input_rtcp", &loc)?;
+                        if input.is_some_and(|i| same_port(i, at)) {
+                            return Err(loc.err(
+                                a.span(),
+                                "media.input_rtcp",
+                                "is media.input: RTCP multiplexed with the RTP needs no port of its own",
+                            ));
+                        }
+                        Some(at)
+                    }
+                    None => None,
+                };
+                let mut rtcp_outputs = Vec::new();
+                for (name, addr) in m.output_rtcp.iter().flatten() {
+                    let field = format!("media.output_rtcp.{name}");
+                    let p = conference.participants.iter().position(|p| p == name);
+                    let Some(p) = p.filter(|p| outputs.iter().any(|o| o.0 == *p)) else {
+                        return Err(loc.err(
+                            addr.span(),
+                            &field,
+                            format!("{name:?} has no media.output: its RTCP goes with its RTP"),
+                        ));
+                    };
+                    rtcp_outputs.push((p, socket_addr(addr, &field, &loc)?));
+                }
                 let encoder_rtcp = match &m.encoder_rtcp {
                     Some(a) if input.is_none() => {
                         return Err(loc.err(
@@ -277,9 +327,7 @@ impl NodeConfig {
                         let to = socket_addr(a, "media.encoder_rtcp", &loc)?;
                         // The node's own input would take its requests as
                         // media and send them to the receivers.
-                        if input.is_some_and(|i| {
-                            i.port() == to.port() && (i.ip() == to.ip() || i.ip().is_unspecified())
-                        }) {
+                        if input.is_some_and(|i| same_port(i, to)) {
                             return Err(loc.err(
                                 a.span(),
                                 "media.encoder_rtcp",
@@ -290,6 +338,17 @@ impl NodeConfig {
                     }
                     None => None,
                 };
+                // The node would send its keyframe requests to itself and
+                // carry them to the receivers as the encoder's reports.
+                if let (Some(a), Some(at), Some(to)) = (&m.input_rtcp, input_rtcp, encoder_rtcp)
+                    && same_port(at, to)
+                {
+                    return Err(loc.err(
+                        a.span(),
+                        "media.input_rtcp",
+                        "is media.encoder_rtcp: the node's RTCP port and the encoder's must differ",
+                    ));
+                }
                 let rtcp_listen = match &m.rtcp_listen {
                     Some(a) if outputs.is_empty() => {
                         return Err(loc.err(
@@ -312,7 +371,9 @@ impl NodeConfig {
                 }
                 Some(MediaConfig {
                     input,
+                    input_rtcp,
                     outputs,
+                    rtcp_outputs,
                     encoder_rtcp,
                     rtcp_listen,
                     rate_feedback: m.rate_feedback.as_ref().is_none_or(|f| *f.get_ref()),
@@ -548,12 +609,17 @@ pub struct NetSummary {
     pub unknown_source: u64,
     /// Datagrams the kernel refused to send.
     pub send_errors: u64,
-    /// Media units that came in on the media input.
+    /// Media units that came in on the media input, and RTCP datagrams on
+    /// `media.input_rtcp`.
     pub media_in: u64,
     /// Media units delivered to the media outputs.
     pub media_out: u64,
+    /// Of those, RTCP units (a source's sender reports) delivered to a
+    /// `media.output_rtcp` address.
+    pub rtcp_out: u64,
     /// Media units refused or dropped (too large; no output for the
-    /// session; the kernel refused to send).
+    /// session; the kernel refused to send; not RTCP on
+    /// `media.input_rtcp`).
     pub media_dropped: u64,
     /// RTCP datagrams from the receiving applications.
     pub rtcp_in: u64,
@@ -565,11 +631,14 @@ pub struct NetSummary {
     /// Keyframe requests (RTCP PLI) sent to this node's encoder.
     pub encoder_requests: u64,
     /// Keyframe requests for this node's encoder not sent: within the
-    /// delay bound of the last one sent, before the encoder's first
-    /// packet, or with no `media.encoder_rtcp`.
+    /// delay bound of the last one sent, with no stream of the encoder's
+    /// heard in the last 10 s, or with no `media.encoder_rtcp`.
     pub encoder_requests_held: u64,
     /// The offered rate sent to this node's encoder (RTCP REMB).
     pub encoder_rate_reports: u64,
+    /// RTCP datagrams from this node's encoder on `media.input_rtcp`,
+    /// carried to the receivers.
+    pub encoder_reports: u64,
     /// How long after its due time the node handled a timer, median, 99th
     /// percentile and largest, ms (`null` with no timer): on an idle
     /// machine about 0.1 ms at the median and 0.25 ms at the 99th
@@ -627,13 +696,15 @@ impl NetSummary {
             send_errors: c.send_errors,
             media_in: c.media_in,
             media_out: c.media_out,
-            media_dropped: c.media_refused + c.media_dropped,
+            rtcp_out: c.rtcp_out,
+            media_dropped: c.media_refused + c.media_dropped + c.not_rtcp,
             rtcp_in: c.rtcp_in,
             keyframe_asks: c.keyframe_asks,
             keyframe_asks_dropped: c.keyframe_asks_dropped,
             encoder_requests: c.encoder_requests,
             encoder_requests_held: c.encoder_requests_held,
             encoder_rate_reports: c.encoder_rate_reports,
+            encoder_reports: c.encoder_reports,
             timer_late_ms_p50: q(0.5),
             timer_late_ms_p99: q(0.99),
             timer_late_ms_max: done.timer_late.max().map(ms),
@@ -732,13 +803,23 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                 ),
                 None => None,
             };
+            let input_rtcp = match m.input_rtcp {
+                Some(a) => Some(
+                    std::net::UdpSocket::bind(a)
+                        .with_context(|| format!("cannot take the encoder's RTCP on {a}"))?,
+                ),
+                None => None,
+            };
+            let flows = |v: &[(usize, SocketAddr)]| {
+                v.iter()
+                    .map(|&(p, a)| (FlowId(p as u32), a))
+                    .collect::<Vec<_>>()
+            };
             node.set_media(MediaPorts {
                 input,
-                outputs: m
-                    .outputs
-                    .iter()
-                    .map(|&(p, a)| (FlowId(p as u32), a))
-                    .collect(),
+                input_rtcp,
+                outputs: flows(&m.outputs),
+                rtcp_outputs: flows(&m.rtcp_outputs),
                 feedback,
                 encoder_feedback: m.encoder_rtcp,
                 // A keyframe asked for within the delay bound is still on
@@ -1269,7 +1350,9 @@ B = "127.0.0.1:7002"
             c.media,
             Some(MediaConfig {
                 input: Some("127.0.0.1:9000".parse().expect("address")),
+                input_rtcp: None,
                 outputs: vec![(0, "127.0.0.1:9001".parse().expect("address"))],
+                rtcp_outputs: Vec::new(),
                 encoder_rtcp: None,
                 rtcp_listen: None,
                 rate_feedback: true,
@@ -1315,6 +1398,58 @@ B = "127.0.0.1:7002"
                 "{input}"
             );
         }
+        // The encoder's RTCP in, the receiving applications' RTCP ports.
+        let c = NodeConfig::parse(
+            "n.toml",
+            &media(
+                "input = \"127.0.0.1:9000\"\ninput_rtcp = \"127.0.0.1:9004\"\noutput = { A = \"127.0.0.1:9001\" }\noutput_rtcp = { A = \"127.0.0.1:9005\" }",
+            ),
+        )
+        .expect("valid media with RTCP ports");
+        let m = c.media.expect("media");
+        assert_eq!(
+            m.input_rtcp,
+            Some("127.0.0.1:9004".parse().expect("address"))
+        );
+        assert_eq!(
+            m.rtcp_outputs,
+            vec![(0, "127.0.0.1:9005".parse().expect("address"))]
+        );
+        assert!(
+            err(&media(
+                "input_rtcp = \"127.0.0.1:9004\"\noutput = { A = \"127.0.0.1:9001\" }"
+            ))
+            .contains("media.input_rtcp: takes the encoder's RTCP: needs media.input")
+        );
+        for rtcp in ["127.0.0.1:9000", "0.0.0.0:9000"] {
+            assert!(
+                err(&media(&format!("input = \"127.0.0.1:9000\"\ninput_rtcp = \"{rtcp}\"")))
+                    .contains("media.input_rtcp: is media.input: RTCP multiplexed with the RTP needs no port of its own"),
+                "{rtcp}"
+            );
+        }
+        assert!(
+            err(&media(
+                "input = \"127.0.0.1:9000\"\ninput_rtcp = \"127.0.0.1:9004\"\nencoder_rtcp = \"127.0.0.1:9004\""
+            ))
+            .contains("media.input_rtcp: is media.encoder_rtcp: the node's RTCP port and the encoder's must differ")
+        );
+        for table in [
+            "output = { A = \"127.0.0.1:9001\" }\noutput_rtcp = { B = \"127.0.0.1:9005\" }",
+            "output_rtcp = { A = \"127.0.0.1:9005\" }",
+            "output = { A = \"127.0.0.1:9001\" }\noutput_rtcp = { Q = \"127.0.0.1:9005\" }",
+        ] {
+            assert!(
+                err(&media(table)).contains("has no media.output: its RTCP goes with its RTP"),
+                "{table}"
+            );
+        }
+        assert!(
+            err(&media(
+                "output = { A = \"127.0.0.1:9001\" }\noutput_rtcp = { A = \"nowhere\" }"
+            ))
+            .contains(r#"media.output_rtcp.A: "nowhere" is not a host:port address"#)
+        );
         assert!(
             err(&media("input = \"127.0.0.1:9000\"\nrate_feedback = false")).contains(
                 "media.rate_feedback: tells the encoder its rate at media.encoder_rtcp: needs media.encoder_rtcp"
