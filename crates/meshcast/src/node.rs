@@ -281,27 +281,31 @@ impl NodeConfig {
                     }
                     outputs.push((p, socket_addr(addr, &field, &loc)?));
                 }
-                let input_rtcp = match &m.input_rtcp {
-                    Some(a) if input.is_none() => {
-                        return Err(loc.err(
-                            a.span(),
-                            "media.input_rtcp",
-                            "takes the encoder's RTCP: needs media.input",
-                        ));
+                // A port for the encoder's RTCP: needs the input, and may
+                // not be it.
+                let beside_input = |text: &Option<Spanned<String>>,
+                                    field: &str,
+                                    what: &str,
+                                    same: &str|
+                 -> Result<Option<SocketAddr>, ScenarioError> {
+                    let Some(a) = text else {
+                        return Ok(None);
+                    };
+                    let Some(i) = input else {
+                        return Err(loc.err(a.span(), field, format!("{what}: needs media.input")));
+                    };
+                    let at = socket_addr(a, field, &loc)?;
+                    if same_port(i, at) {
+                        return Err(loc.err(a.span(), field, format!("is media.input: {same}")));
                     }
-                    Some(a) => {
-                        let at = socket_addr(a, "media.input_rtcp", &loc)?;
-                        if input.is_some_and(|i| same_port(i, at)) {
-                            return Err(loc.err(
-                                a.span(),
-                                "media.input_rtcp",
-                                "is media.input: RTCP multiplexed with the RTP needs no port of its own",
-                            ));
-                        }
-                        Some(at)
-                    }
-                    None => None,
+                    Ok(Some(at))
                 };
+                let input_rtcp = beside_input(
+                    &m.input_rtcp,
+                    "media.input_rtcp",
+                    "takes the encoder's RTCP",
+                    "RTCP multiplexed with the RTP needs no port of its own",
+                )?;
                 let mut rtcp_outputs = Vec::new();
                 for (name, addr) in m.output_rtcp.iter().flatten() {
                     let field = format!("media.output_rtcp.{name}");
@@ -315,29 +319,14 @@ impl NodeConfig {
                     };
                     rtcp_outputs.push((p, socket_addr(addr, &field, &loc)?));
                 }
-                let encoder_rtcp = match &m.encoder_rtcp {
-                    Some(a) if input.is_none() => {
-                        return Err(loc.err(
-                            a.span(),
-                            "media.encoder_rtcp",
-                            "asks this participant's encoder for keyframes: needs media.input",
-                        ));
-                    }
-                    Some(a) => {
-                        let to = socket_addr(a, "media.encoder_rtcp", &loc)?;
-                        // The node's own input would take its requests as
-                        // media and send them to the receivers.
-                        if input.is_some_and(|i| same_port(i, to)) {
-                            return Err(loc.err(
-                                a.span(),
-                                "media.encoder_rtcp",
-                                "is media.input: the encoder's RTCP port must be its own",
-                            ));
-                        }
-                        Some(to)
-                    }
-                    None => None,
-                };
+                // The node's own input would take its requests as media and
+                // send them to the receivers.
+                let encoder_rtcp = beside_input(
+                    &m.encoder_rtcp,
+                    "media.encoder_rtcp",
+                    "asks this participant's encoder for keyframes",
+                    "the encoder's RTCP port must be its own",
+                )?;
                 // The node would send its keyframe requests to itself and
                 // carry them to the receivers as the encoder's reports.
                 if let (Some(a), Some(at), Some(to)) = (&m.input_rtcp, input_rtcp, encoder_rtcp)
