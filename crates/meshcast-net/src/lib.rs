@@ -268,6 +268,8 @@ pub const RATE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// times a second; an encoder's sender reports (RFC 3550's minimum
 /// interval is 5 s) do not renew a stream.
 pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
+/// The most streams of its encoder's a node keeps (and names).
+pub const MAX_OWN_STREAMS: usize = 32;
 
 /// The SSRC a node names itself by in the RTCP it sends an encoder of
 /// `streams` (one at least): any other than theirs.
@@ -291,9 +293,8 @@ struct Media {
     request_gap: Duration,
     /// The flow of each stream (RTP SSRC) delivered to the application.
     streams: HashMap<u32, FlowId>,
-    /// The SSRCs of the application's own streams, each with when its
-    /// last RTP packet came (see [`STREAM_SILENCE`]).
-    own_streams: Vec<(u32, Instant)>,
+    /// The application's own streams.
+    own_streams: OwnStreams,
     /// When the last keyframe request went to the encoder.
     last_request: Option<Instant>,
     rate_feedback: bool,
@@ -313,13 +314,42 @@ fn tokio_socket(socket: Option<std::net::UdpSocket>) -> io::Result<Option<UdpSoc
         .transpose()
 }
 
-impl Media {
-    /// The encoder's streams heard from within [`STREAM_SILENCE`] of `now`
-    /// (the silent ones are forgotten), in the order they first came.
-    fn streams_now(&mut self, now: Instant) -> Vec<u32> {
-        self.own_streams
+/// The encoder's streams (RTP SSRCs), each with when its last RTP packet
+/// came, in the order they first came.
+#[derive(Debug, Default)]
+struct OwnStreams(Vec<(u32, Instant)>);
+
+impl OwnStreams {
+    /// Note a unit of the encoder's, at `now`: an RTP packet renews its
+    /// stream, a goodbye ends the streams it names.
+    fn note(&mut self, unit: &[u8], now: Instant) {
+        let streams = &mut self.0;
+        let Some(ssrc) = rtcp::rtp_ssrc(unit) else {
+            let gone = rtcp::goodbyes(unit);
+            streams.retain(|(s, _)| !gone.contains(s));
+            return;
+        };
+        match streams.iter_mut().find(|(s, _)| *s == ssrc) {
+            Some(s) => s.1 = now,
+            None => {
+                // An application sending what only looks like RTP names a
+                // new stream with every packet: the longest silent goes.
+                if streams.len() >= MAX_OWN_STREAMS
+                    && let Some(i) = (0..streams.len()).min_by_key(|&i| streams[i].1)
+                {
+                    streams.remove(i);
+                }
+                streams.push((ssrc, now));
+            }
+        }
+    }
+
+    /// The streams heard from within [`STREAM_SILENCE`] of `now` (the
+    /// silent ones are forgotten).
+    fn live(&mut self, now: Instant) -> Vec<u32> {
+        self.0
             .retain(|&(_, seen)| now.saturating_duration_since(seen) < STREAM_SILENCE);
-        self.own_streams.iter().map(|&(s, _)| s).collect()
+        self.0.iter().map(|&(s, _)| s).collect()
     }
 }
 
@@ -490,7 +520,7 @@ impl<E: Endpoint> Node<E> {
             encoder_feedback: ports.encoder_feedback,
             request_gap: ports.request_gap,
             streams: HashMap::new(),
-            own_streams: Vec::new(),
+            own_streams: OwnStreams::default(),
             last_request: None,
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
@@ -615,17 +645,7 @@ impl<E: Endpoint> Node<E> {
             }
             self.counters.media_in += 1;
             self.counters.encoder_reports += u64::from(rtcp);
-            let streams = &mut media.own_streams;
-            if let Some(ssrc) = rtcp::rtp_ssrc(unit) {
-                let seen = Instant::now();
-                match streams.iter_mut().find(|(s, _)| *s == ssrc) {
-                    Some(s) => s.1 = seen,
-                    None => streams.push((ssrc, seen)),
-                }
-            } else {
-                let gone = rtcp::goodbyes(unit);
-                streams.retain(|(s, _)| !gone.contains(s));
-            }
+            media.own_streams.note(unit, Instant::now());
             let now = protocol_time(self.origin + self.start.elapsed());
             if !self.endpoint.handle_media(now, unit) {
                 self.counters.media_refused += 1;
@@ -685,7 +705,7 @@ impl<E: Endpoint> Node<E> {
             return;
         };
         let now = Instant::now();
-        let streams = media.streams_now(now);
+        let streams = media.own_streams.live(now);
         if streams.is_empty() {
             return;
         }
@@ -715,7 +735,7 @@ impl<E: Endpoint> Node<E> {
         let recent = media
             .last_request
             .is_some_and(|t| now.duration_since(t) < media.request_gap);
-        let streams = media.streams_now(now);
+        let streams = media.own_streams.live(now);
         let sent = match media.encoder_feedback {
             Some(to) if !recent && !streams.is_empty() => {
                 let pli = rtcp::picture_loss_indication(feedback_ssrc(&streams), &streams);
@@ -907,5 +927,54 @@ impl<E: Endpoint> Node<E> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rtp(ssrc: u32) -> Vec<u8> {
+        let mut p = vec![0x80, 96, 0, 1, 0, 0, 0, 1];
+        p.extend_from_slice(&ssrc.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn an_encoders_streams_are_kept_while_they_send() {
+        let t0 = Instant::now();
+        let mut s = OwnStreams::default();
+        s.note(&rtp(1), t0);
+        s.note(&rtp(2), t0 + Duration::from_secs(1));
+        s.note(&rtp(1), t0 + Duration::from_secs(2));
+        assert_eq!(s.live(t0 + Duration::from_secs(3)), vec![1, 2]);
+        // Silent past STREAM_SILENCE: forgotten; a goodbye ends one at once.
+        assert_eq!(
+            s.live(t0 + STREAM_SILENCE + Duration::from_millis(1500)),
+            vec![1]
+        );
+        s.note(&rtp(3), t0 + Duration::from_secs(3));
+        s.note(&[0x81, 203, 0, 1, 0, 0, 0, 1], t0 + Duration::from_secs(3));
+        assert_eq!(s.live(t0 + Duration::from_secs(4)), vec![3]);
+        // Garbage that looks like RTP names at most MAX_OWN_STREAMS, the
+        // latest.
+        for k in 0..1000u32 {
+            s.note(
+                &rtp(100 + k),
+                t0 + Duration::from_millis(4000 + u64::from(k)),
+            );
+        }
+        let live = s.live(t0 + Duration::from_secs(6));
+        assert_eq!(live.len(), MAX_OWN_STREAMS);
+        assert!(
+            live.iter().all(|&x| x >= 1100 - MAX_OWN_STREAMS as u32),
+            "{live:?}"
+        );
+    }
+
+    #[test]
+    fn the_nodes_own_ssrc_is_none_of_its_encoders() {
+        assert_eq!(feedback_ssrc(&[5]), !5);
+        assert_eq!(feedback_ssrc(&[5, !5, !5 + 1]), !5 + 2);
     }
 }
