@@ -1,7 +1,7 @@
 """Check `meshcast optimum`'s coded optimum with an independent solve.
 
     python3 scenarios/celerity/check_optimum.py [--meshcast BIN] [--solver SCS]
-        [--at T] SCENARIO...
+        [--at T] [--paths] SCENARIO...
 
 For each conference scenario, recomputes the central optimum of the
 unrestricted (coded) model from the scenario file alone, without any of
@@ -13,9 +13,9 @@ meshcast's code, and prints it beside `meshcast optimum`'s:
   in the middle is the link's own), the flows conserved at
   every member (docs/celerity.md; meshcast-plan's `optimum.rs` docs). This
   is what the scores divide by, and what must agree with meshcast's;
-- **the exact delay-bounded model** (`paths`): every receiver's flow on
-  overlay paths (simple paths over the members) whose summed delay fits
-  the bound, enumerated one by one. Where the edge model lets a flow take
+- with `--paths`, **the exact delay-bounded model** (`paths`): every
+  receiver's flow on overlay paths (simple paths over the members) whose
+  summed delay fits the bound, enumerated one by one. Where the edge model lets a flow take
   a path longer than the bound, its optimum is higher: `paths` is the
   stricter bound, and a session's fraction of it is at least its
   fraction of `edge`.
@@ -262,8 +262,9 @@ def main():
     ap.add_argument("--meshcast", default=default_meshcast())
     ap.add_argument("--solver", default="SCS")
     ap.add_argument("--at", type=float, default=0.0)
-    ap.add_argument("--no-paths", action="store_true",
-                    help="skip the exact path model (slow with many members)")
+    ap.add_argument("--paths", action="store_true",
+                    help="also solve the exact path model (its paths grow as (n-2)! with n "
+                         "members: minutes for eight members with short delays)")
     ap.add_argument("scenarios", nargs="+")
     a = ap.parse_args()
     if a.meshcast is None:
@@ -289,7 +290,7 @@ def main():
         theirs = json.loads(out.stdout)["coded"]
         edge, _ = solve(members, under, load, bound, beta, delta, "edge", a.solver)
         paths = None
-        if not a.no_paths:
+        if a.paths:
             paths, _ = solve(members, under, load, bound, beta, delta, "paths", a.solver)
         print(f"{path}:")
         for i, m in enumerate(members):

@@ -545,20 +545,37 @@ struct LateRun {
 /// start) from A to B, whose receiver starts 3 s after the encoder and
 /// writes what it depayloads for 6 s. Its RTP stack answers with RTCP to
 /// B's `rtcp_listen`; A passes keyframe requests on to the encoder's RTCP
-/// port when `ask_encoder`.
+/// port when `ask_encoder`, and then also carries the sender's reports
+/// (A's `input_rtcp`) to the receiver's RTCP port (B's `output_rtcp`);
+/// else they go to a port nobody reads.
 fn late_receiver(ask_encoder: bool) -> LateRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let [a, b, input, encoder_rtcp, encoder_sr, output, rtcp] = free_ports(7, false)[..] else {
+    let [
+        a,
+        b,
+        input,
+        encoder_rtcp,
+        encoder_sr,
+        output,
+        output_rtcp,
+        rtcp,
+    ] = free_ports(8, false)[..]
+    else {
         unreachable!()
     };
     let common = format!(
         "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = 800\n[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
     );
-    let asking = if ask_encoder {
-        format!("encoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\n")
+    let (asking, reports) = if ask_encoder {
+        (
+            format!(
+                "encoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\ninput_rtcp = \"127.0.0.1:{encoder_sr}\"\n"
+            ),
+            format!("[media.output_rtcp]\nA = \"127.0.0.1:{output_rtcp}\"\n"),
+        )
     } else {
-        String::new()
+        (String::new(), String::new())
     };
     let node_a = node(
         d,
@@ -569,12 +586,12 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         d,
         "B",
         &format!(
-            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n"
+            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n{reports}"
         ),
     );
     std::thread::sleep(Duration::from_secs(1));
-    // The sender: rtpbin with feedback (AVPF), its sender reports to a
-    // port nobody reads, its RTCP in on the encoder's port.
+    // The sender: rtpbin with feedback (AVPF), its sender reports to A's
+    // `input_rtcp` (or nobody), its RTCP in on the encoder's port.
     let sender = Command::new("gst-launch-1.0")
         .args(["-q", "rtpbin", "name=s", "rtp-profile=avpf"])
         .args(["videotestsrc", "is-live=true", "pattern=ball", "!"])
@@ -612,7 +629,9 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
         .arg(format!("port={output}"))
         .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
-        .args(["!", "r.recv_rtp_sink_0", "r.", "!"])
+        .args(["!", "r.recv_rtp_sink_0", "udpsrc"])
+        .arg(format!("port={output_rtcp}"))
+        .args(["!", "r.recv_rtcp_sink_0", "r.", "!"])
         .args(["rtph264depay", "request-keyframe=true", "!"])
         .args(["video/x-h264,stream-format=byte-stream", "!", "filesink"])
         .arg(format!("location={}", recv.display()))
@@ -672,7 +691,9 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
 /// encoder, which makes one; the receiver decodes from there. Without A's
 /// `encoder_rtcp` the request reaches A and goes no further, and the
 /// receiver decodes nothing. A also tells the encoder the rate offered
-/// (REMB), which `x264enc` ignores.
+/// (REMB), which `x264enc` ignores, and carries the sender's reports to
+/// the receiver's RTCP port (docs/node.md, "Sender reports and several
+/// streams").
 #[test]
 fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     if !have_gstreamer() {
@@ -686,11 +707,20 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     assert!(r.a["net"]["encoder_requests"].as_u64() >= Some(1));
     // The offered rate went to the encoder too, which ignores it.
     assert!(r.a["net"]["encoder_rate_reports"].as_u64() >= Some(1));
+    // The sender's reports went to the receiver's RTCP port.
+    assert!(
+        r.a["net"]["encoder_reports"].as_u64() >= Some(1),
+        "{}",
+        r.a["net"]
+    );
+    assert!(r.b["net"]["rtcp_out"].as_u64() >= Some(1), "{}", r.b["net"]);
     assert!(r.keyframes >= 1, "no keyframe decoded");
     assert!(r.frames >= 50, "decoded {}", r.frames);
     let r = late_receiver(false);
     assert!(r.a["peer"]["keyframe_requests_received"].as_u64() >= Some(1));
     assert_eq!(r.a["net"]["encoder_requests"], 0);
     assert_eq!(r.a["net"]["encoder_rate_reports"], 0);
+    assert_eq!(r.a["net"]["encoder_reports"], 0);
+    assert_eq!(r.b["net"]["rtcp_out"], 0);
     assert_eq!((r.frames, r.keyframes), (0, 0));
 }
