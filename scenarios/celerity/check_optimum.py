@@ -47,6 +47,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import warnings
 
 
 def default_meshcast():
@@ -248,10 +249,13 @@ def solve(members, under, load, bound, beta, delta, model, solver):
     # The utility's constant scale (beta) does not move the optimum.
     obj = cp.Maximize(beta * cp.sum(cp.log(x[rate] + delta / 1000.0)))
     prob = cp.Problem(obj, cons)
-    if solver == "SCS":
-        prob.solve(solver=solver, eps_abs=1e-9, eps_rel=1e-9, max_iters=200000)
-    else:
-        prob.solve(solver=solver)
+    with warnings.catch_warnings():
+        # An inaccurate solution is reported with the figures instead.
+        warnings.simplefilter("ignore")
+        if solver == "SCS":
+            prob.solve(solver=solver, eps_abs=1e-9, eps_rel=1e-9, max_iters=200000)
+        else:
+            prob.solve(solver=solver)
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"{model}: solver status {prob.status}")
     return [float(x.value[r]) * 1000.0 for r in rate], prob.status
@@ -288,11 +292,14 @@ def main():
         if out.returncode != 0:
             sys.exit(f"{path}: meshcast optimum failed: {out.stderr.strip()}")
         theirs = json.loads(out.stdout)["coded"]
-        edge, _ = solve(members, under, load, bound, beta, delta, "edge", a.solver)
+        edge, status = solve(members, under, load, bound, beta, delta, "edge", a.solver)
+        notes = [] if status == "optimal" else [f"edge model: {status}"]
         paths = None
         if a.paths:
-            paths, _ = solve(members, under, load, bound, beta, delta, "paths", a.solver)
-        print(f"{path}:")
+            paths, status = solve(members, under, load, bound, beta, delta, "paths", a.solver)
+            if status != "optimal":
+                notes.append(f"path model: {status}")
+        print(f"{path}:" + (f" ({'; '.join(notes)})" if notes else ""))
         for i, m in enumerate(members):
             ours = theirs[m]
             rel = abs(ours - edge[i]) / max(edge[i], 1.0)

@@ -600,6 +600,93 @@ fn optimum_solves_a_random_underlay_that_stalled_the_default_solver() {
     }
 }
 
+/// Whether python3 has cvxpy, which `check_optimum.py` solves with;
+/// without it the test that needs it says so and passes, unless
+/// `MESHCAST_REQUIRE_CVXPY` is set (CI sets it and installs cvxpy).
+fn have_cvxpy() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import cvxpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("MESHCAST_REQUIRE_CVXPY").is_none(),
+            "cvxpy is required (MESHCAST_REQUIRE_CVXPY is set) but python3 cannot import it"
+        );
+        eprintln!("python3 has no cvxpy: the independent optimum test is skipped");
+    }
+    found
+}
+
+/// `meshcast optimum`'s coded optimum against `check_optimum.py`'s
+/// independent solve (the routing and the model written again in Python,
+/// solved with cvxpy's SCS; docs/celerity.md, "Random underlays"): the
+/// dumbbell under its cross traffic and after A–E fails, three random
+/// underlays of seven and eight members, and one of four also in the
+/// exact model of every overlay path within the delay bound. Every
+/// session within 0.5%.
+#[test]
+fn the_coded_optimum_agrees_with_an_independent_solve() {
+    if !have_cvxpy() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let at = |f: &str| {
+        root()
+            .join("scenarios/celerity")
+            .join(f)
+            .display()
+            .to_string()
+    };
+    let runs: [(&str, &[&str]); 4] = [
+        ("400", &["dumbbell.toml"]),
+        ("800", &["dumbbell.toml"]),
+        (
+            "0",
+            &["random-core.toml", "random-lone.toml", "random-deep.toml"],
+        ),
+        ("0", &["--paths", "random-late.toml"]),
+    ];
+    for (t, files) in runs {
+        let mut args = vec![
+            "--meshcast".to_string(),
+            bin.to_string(),
+            "--at".into(),
+            t.into(),
+        ];
+        args.extend(files.iter().map(|f| {
+            if f.starts_with("--") {
+                f.to_string()
+            } else {
+                at(f)
+            }
+        }));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = python_ok("check_optimum.py", &args, dir.path());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        let pct: f64 = last
+            .rsplit(' ')
+            .next()
+            .and_then(|p| p.trim_end_matches('%').parse().ok())
+            .unwrap_or_else(|| panic!("no difference in {stdout}"));
+        assert!(pct <= 0.5, "{stdout}");
+        // Each session's line, and the path model's where it ran.
+        let sessions = stdout.lines().filter(|l| l.contains(": meshcast ")).count();
+        assert!(sessions >= 4, "{stdout}");
+        if t == "400" {
+            assert!(
+                stdout.contains("A: meshcast    198.9, edge    198.9"),
+                "{stdout}"
+            );
+        }
+        if files.contains(&"--paths") {
+            assert_eq!(stdout.matches(", paths ").count(), 4, "{stdout}");
+        }
+    }
+}
+
 /// Runs `python3 scenarios/celerity/<script>` with `args` in `dir`.
 fn python(script: &str, args: &[&str], dir: &Path) -> Output {
     Command::new("python3")
