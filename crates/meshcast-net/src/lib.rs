@@ -68,6 +68,10 @@
 //!   hands RTCP units to the flow's [`MediaPorts::rtcp_outputs`] address
 //!   where there is one (an application with an RTCP port of its own),
 //!   else to its media address with the RTP.
+//! - **Streams apart.** A receiving application may take a flow's streams
+//!   of one RTP payload type (its audio, say) on ports of their own
+//!   ([`MediaPorts::type_outputs`]), as a receiver with one port per
+//!   stream needs; each stream's RTCP follows its RTP there.
 //! - **Leaving.** When the `stop` future given to [`Node::run`] completes
 //!   (a deadline, or SIGINT/SIGTERM in `meshcast node`), the node calls
 //!   [`Endpoint::handle_close`], sends what that queued (Celerity's Bye)
@@ -179,8 +183,9 @@ pub struct NetCounters {
     pub media_refused: u64,
     /// Media units delivered to the application's ports.
     pub media_out: u64,
-    /// Of those, RTCP units (a source's sender reports) delivered to a
-    /// flow's [`MediaPorts::rtcp_outputs`] address.
+    /// Of those, RTCP units (a source's sender reports) delivered to an
+    /// RTCP port: a flow's [`MediaPorts::rtcp_outputs`] address, or a
+    /// stream's [`TypeOutput::rtcp`].
     pub rtcp_out: u64,
     /// Media units that arrived for a flow with no port, or that the
     /// kernel refused to send on (dropped).
@@ -238,6 +243,9 @@ pub struct MediaPorts {
     /// application has an RTCP port of its own (the others' RTCP goes to
     /// `outputs` with their RTP).
     pub rtcp_outputs: Vec<(FlowId, SocketAddr)>,
+    /// Where a flow's streams of one payload type go instead of its
+    /// `outputs` and `rtcp_outputs` entries.
+    pub type_outputs: Vec<TypeOutput>,
     /// Where the receiving applications' RTCP also arrives (their RTCP
     /// port), besides the socket the outputs are sent from.
     pub feedback: Option<std::net::UdpSocket>,
@@ -254,6 +262,22 @@ pub struct MediaPorts {
     /// [`RATE_REPORT_CHANGE`] or more from the last sent, and every
     /// [`RATE_REPORT_INTERVAL`] while the encoder sends.
     pub rate_feedback: bool,
+}
+
+/// A flow's streams of one RTP payload type, sent to ports of their own
+/// ([`MediaPorts::type_outputs`]): their RTP to `rtp`, and the RTCP of
+/// each (the RTCP whose first packet speaks for its SSRC) to `rtcp`, or
+/// with the RTP without one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeOutput {
+    /// The flow.
+    pub flow: FlowId,
+    /// The payload type (0–127).
+    pub payload_type: u8,
+    /// Where their RTP goes.
+    pub rtp: SocketAddr,
+    /// Where their RTCP goes, if not to `rtp`.
+    pub rtcp: Option<SocketAddr>,
 }
 
 /// How far the offered rate moves, as a fraction of the rate last sent,
@@ -288,11 +312,13 @@ struct Media {
     output: UdpSocket,
     outputs: HashMap<FlowId, SocketAddr>,
     rtcp_outputs: HashMap<FlowId, SocketAddr>,
+    type_outputs: HashMap<(FlowId, u8), TypeOutput>,
     feedback: Option<UdpSocket>,
     encoder_feedback: Option<SocketAddr>,
     request_gap: Duration,
-    /// The flow of each stream (RTP SSRC) delivered to the application.
-    streams: HashMap<u32, FlowId>,
+    /// The flow and payload type of each stream (RTP SSRC) delivered to
+    /// the application.
+    streams: HashMap<u32, (FlowId, u8)>,
     /// The application's own streams.
     own_streams: OwnStreams,
     /// When the last keyframe request went to the encoder.
@@ -318,6 +344,37 @@ fn tokio_socket(socket: Option<std::net::UdpSocket>) -> io::Result<Option<UdpSoc
 /// came, in the order they first came.
 #[derive(Debug, Default)]
 struct OwnStreams(Vec<(u32, Instant)>);
+
+impl Media {
+    /// Where a unit of `flow` goes, and whether to an RTCP port: the RTP
+    /// of a payload type with ports of its own, and the RTCP of its
+    /// streams, go to those; other RTCP to the flow's RTCP port, where
+    /// there is one; the rest to the flow's output. Notes each RTP
+    /// stream's flow and type.
+    fn destination(&mut self, flow: FlowId, unit: &[u8]) -> Option<(SocketAddr, bool)> {
+        if let (Some(ssrc), Some(pt)) = (rtcp::rtp_ssrc(unit), rtcp::payload_type(unit)) {
+            self.streams.insert(ssrc, (flow, pt));
+            let typed = self.type_outputs.get(&(flow, pt)).map(|t| t.rtp);
+            return typed
+                .or_else(|| self.outputs.get(&flow).copied())
+                .map(|a| (a, false));
+        }
+        if !rtcp::is_rtcp(unit) {
+            return self.outputs.get(&flow).map(|&a| (a, false));
+        }
+        let typed = rtcp::rtcp_ssrc(unit)
+            .and_then(|s| self.streams.get(&s))
+            .filter(|s| s.0 == flow)
+            .and_then(|&(_, pt)| self.type_outputs.get(&(flow, pt)));
+        match typed {
+            Some(t) => Some(t.rtcp.map_or((t.rtp, false), |a| (a, true))),
+            None => match self.rtcp_outputs.get(&flow) {
+                Some(&a) => Some((a, true)),
+                None => self.outputs.get(&flow).map(|&a| (a, false)),
+            },
+        }
+    }
+}
 
 impl OwnStreams {
     /// Note a unit of the encoder's, at `now`: an RTP packet renews its
@@ -516,6 +573,11 @@ impl<E: Endpoint> Node<E> {
             output: UdpSocket::from_std(output)?,
             outputs: ports.outputs.into_iter().collect(),
             rtcp_outputs: ports.rtcp_outputs.into_iter().collect(),
+            type_outputs: ports
+                .type_outputs
+                .into_iter()
+                .map(|t| ((t.flow, t.payload_type), t))
+                .collect(),
             feedback,
             encoder_feedback: ports.encoder_feedback,
             request_gap: ports.request_gap,
@@ -680,7 +742,7 @@ impl<E: Endpoint> Node<E> {
                 let asked = media
                     .streams
                     .get(&ssrc)
-                    .is_some_and(|&flow| self.endpoint.handle_keyframe_request(now, flow));
+                    .is_some_and(|&(flow, _)| self.endpoint.handle_keyframe_request(now, flow));
                 if asked {
                     self.counters.keyframe_asks += 1;
                 } else {
@@ -752,21 +814,14 @@ impl<E: Endpoint> Node<E> {
     }
 
     /// Send the media units that arrived for the application to its ports
-    /// (RTCP units to the flow's RTCP port, where it has one).
+    /// (a stream of a payload type with ports of its own to those; RTCP
+    /// units to the flow's RTCP port, where it has one).
     fn deliver_media(&mut self) {
         while let Some((flow, unit)) = self.endpoint.poll_media() {
             let sent = self.media.as_mut().and_then(|m| {
-                let rtcp_to = if rtcp::is_rtcp(&unit) {
-                    m.rtcp_outputs.get(&flow)
-                } else {
-                    if let Some(ssrc) = rtcp::rtp_ssrc(&unit) {
-                        m.streams.insert(ssrc, flow);
-                    }
-                    None
-                };
-                let dest = rtcp_to.or_else(|| m.outputs.get(&flow))?;
-                m.output.try_send_to(&unit, *dest).ok()?;
-                Some(rtcp_to.is_some())
+                let (dest, rtcp) = m.destination(flow, &unit)?;
+                m.output.try_send_to(&unit, dest).ok()?;
+                Some(rtcp)
             });
             match sent {
                 Some(rtcp) => {

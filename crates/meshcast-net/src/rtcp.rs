@@ -77,6 +77,22 @@ pub fn keyframe_requests(packet: &[u8]) -> Vec<u32> {
     asked
 }
 
+/// The source an RTCP datagram speaks for: the SSRC of its first packet
+/// (a sender report's sender, an SDES packet's first chunk, a goodbye's
+/// first source). `None` for anything else.
+pub fn rtcp_ssrc(packet: &[u8]) -> Option<u32> {
+    packets(packet)
+        .next()
+        .filter(|p| p.len() >= 8)
+        .map(|p| word(p, 4))
+}
+
+/// The payload type of an RTP packet (its second byte without the marker
+/// bit): `None` for anything else.
+pub fn payload_type(packet: &[u8]) -> Option<u8> {
+    rtp_ssrc(packet).map(|_| packet[1] & 0x7f)
+}
+
 /// The big-endian word at `at` of `b`.
 fn word(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -264,6 +280,21 @@ mod tests {
     }
 
     #[test]
+    fn a_packet_names_its_stream_and_type() {
+        assert_eq!(payload_type(&rtp(4)), Some(96));
+        let mut marked = rtp(4);
+        marked[1] = 0x80 | 97;
+        assert_eq!(payload_type(&marked), Some(97));
+        assert_eq!(payload_type(&sender_report(4)), None);
+        assert_eq!(rtcp_ssrc(&sender_report(4)), Some(4));
+        assert_eq!(rtcp_ssrc(&[0x81, 203, 0, 1, 0, 0, 0, 9]), Some(9));
+        assert_eq!(rtcp_ssrc(&rtp(4)), None);
+        // An empty goodbye has no source; a packet past the end, none.
+        assert_eq!(rtcp_ssrc(&[0x80, 203, 0, 0]), None);
+        assert_eq!(rtcp_ssrc(&[0x80, 200, 0, 6, 0, 0, 0, 1]), None);
+    }
+
+    #[test]
     fn a_bye_names_the_streams_that_leave() {
         // A sender report, then a BYE for two sources with a reason.
         let mut p = sender_report(3);
@@ -347,6 +378,8 @@ mod tests {
             let _ = (
                 keyframe_requests(&d),
                 goodbyes(&d),
+                rtcp_ssrc(&d),
+                payload_type(&d),
                 estimated_max_bitrate_of(&d),
                 rtp_ssrc(&d),
             );

@@ -13,13 +13,14 @@
 //! A also tells the encoder the rate it offers A's session (REMB).
 //!
 //! The encoder's own RTCP travels with its media: an encoder with two
-//! streams (audio and video) sends its sender reports and a goodbye to
-//! A's RTCP input; B hands them to its decoder's RTCP port, C (which has
-//! none) to its RTP port, and A's keyframe requests and REMBs name every
-//! stream the encoder still sends.
+//! streams (video of payload type 96, audio of 97) sends its sender
+//! reports and a goodbye to A's RTCP input; B hands them to its decoder's
+//! RTCP port, C (which has none) to its RTP port but for the audio's,
+//! which C takes on ports of its own with the audio's RTP; and A's
+//! keyframe requests and REMBs name every stream the encoder still sends.
 
 use meshcast_core::{Addr, Event, FlowId, NodeId, Rate};
-use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node, rtcp};
+use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node, TypeOutput, rtcp};
 use meshcast_plan::Model;
 use meshcast_proto::celerity::{CelerityConfig, CelerityParams, CelerityPeer, PeerCounters};
 use std::net::SocketAddr;
@@ -36,13 +37,13 @@ const RUN: Duration = Duration::from_secs(4);
 
 /// An RTP packet of [`STREAM`] with sequence number `seq`.
 fn rtp(seq: u16) -> Vec<u8> {
-    rtp_of(STREAM, seq, 500)
+    rtp_of(STREAM, 96, seq, 500)
 }
 
-/// An RTP packet of `len` bytes of stream `ssrc` with sequence number
-/// `seq`.
-fn rtp_of(ssrc: u32, seq: u16, len: usize) -> Vec<u8> {
-    let mut p = vec![0x80, 96];
+/// An RTP packet of `len` bytes of stream `ssrc`, payload type `pt`, with
+/// sequence number `seq`.
+fn rtp_of(ssrc: u32, pt: u8, seq: u16, len: usize) -> Vec<u8> {
+    let mut p = vec![0x80, pt];
     p.extend_from_slice(&seq.to_be_bytes());
     p.extend_from_slice(&u32::from(seq).wrapping_mul(3600).to_be_bytes());
     p.extend_from_slice(&ssrc.to_be_bytes());
@@ -295,9 +296,11 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
     );
 }
 
-/// The encoder's video and audio streams.
+/// The encoder's video and audio streams, and their payload types.
 const VIDEO: u32 = 0x0000_0F1D;
 const AUDIO: u32 = 0x0000_A0D1;
+const VIDEO_PT: u8 = 96;
+const AUDIO_PT: u8 = 97;
 /// The offered rate at which the encoder below starts its reports: about
 /// 2.5 times what it sends, reached about 3.3 s into the run on loopback.
 const REPORTS_FROM_BPS: u64 = 200_000;
@@ -306,9 +309,12 @@ const REPORTS_FROM_BPS: u64 = 200_000;
 async fn an_encoders_reports_and_streams_travel_with_its_media() {
     let run = Duration::from_secs(7);
     // A's media input and RTCP input; the encoder's RTP and RTCP sockets;
-    // B's decoder's RTP and RTCP ports and B's RTCP input; C's decoder.
+    // B's decoder's RTP and RTCP ports and B's RTCP input; C's decoder,
+    // and its audio decoder's RTP and RTCP ports.
     let (input, input_rtcp, encoder, encoder_rtcp) = (udp(), udp(), udp(), udp());
     let (decoder, decoder_rtcp, feedback, muxed) = (udp(), udp(), udp(), udp());
+    let (audio, audio_rtcp) = (udp(), udp());
+    let (audio_at, audio_rtcp_at) = (local(&audio), local(&audio_rtcp));
     let (input_at, input_rtcp_at, encoder_rtcp_at, feedback_at) = (
         local(&input),
         local(&input_rtcp),
@@ -335,6 +341,12 @@ async fn an_encoders_reports_and_streams_travel_with_its_media() {
         },
         _ => MediaPorts {
             outputs: vec![(FlowId(0), muxed_at)],
+            type_outputs: vec![TypeOutput {
+                flow: FlowId(0),
+                payload_type: AUDIO_PT,
+                rtp: audio_at,
+                rtcp: Some(audio_rtcp_at),
+            }],
             request_gap: GAP,
             ..MediaPorts::default()
         },
@@ -344,6 +356,7 @@ async fn an_encoders_reports_and_streams_travel_with_its_media() {
         collect(decoder_rtcp, run),
         collect(muxed, run),
     );
+    let (at_audio, at_audio_rtcp) = (collect(audio, run), collect(audio_rtcp, run));
     // The encoder: video (300 bytes) and audio (80 bytes) every 40 ms,
     // about 76 kbit/s. As a WebRTC sender would, it waits for the node's
     // REMB to offer room before its reports start (units that wait for
@@ -365,9 +378,11 @@ async fn an_encoders_reports_and_streams_travel_with_its_media() {
                     if now >= stop {
                         break;
                     }
-                    encoder.send_to(&rtp_of(VIDEO, k, 300), input_at).await.expect("send");
+                    let video = rtp_of(VIDEO, VIDEO_PT, k, 300);
+                    encoder.send_to(&video, input_at).await.expect("send");
                     if audio {
-                        encoder.send_to(&rtp_of(AUDIO, k, 80), input_at).await.expect("send");
+                        let audio = rtp_of(AUDIO, AUDIO_PT, k, 80);
+                        encoder.send_to(&audio, input_at).await.expect("send");
                     }
                     let since = from.map(|f| k - f);
                     let report = match since {
@@ -383,7 +398,8 @@ async fn an_encoders_reports_and_streams_travel_with_its_media() {
                         reports.push(r);
                     }
                     if since == Some(5) {
-                        encoder.send_to(&rtp_of(VIDEO, k, 100), input_rtcp_at).await.expect("send");
+                        let stray = rtp_of(VIDEO, VIDEO_PT, k, 100);
+                        encoder.send_to(&stray, input_rtcp_at).await.expect("send");
                     }
                     k += 1;
                 }
@@ -441,12 +457,35 @@ async fn an_encoders_reports_and_streams_travel_with_its_media() {
     for s in [VIDEO, AUDIO] {
         assert!(rtp_b.iter().any(|p| rtcp::rtp_ssrc(p) == Some(s)), "{s:x}");
     }
-    // C, with no RTCP port: the reports among the RTP.
+    // C, with no RTCP port for the flow: the video's reports among the
+    // video's RTP; the audio's RTP on its own port, and its report and
+    // goodbye on its RTCP port.
     let at_c = at_muxed.await.expect("task");
     let rtcp_c: Vec<_> = at_c.iter().filter(|p| rtcp::is_rtcp(p)).cloned().collect();
-    assert_eq!(rtcp_c, reports);
-    assert_eq!(c.0.rtcp_out, 0, "C: {:?}", c.0);
-    assert_eq!(c.0.media_out, at_c.len() as u64);
+    let (audio_reports, video_reports): (Vec<_>, Vec<_>) = reports
+        .iter()
+        .cloned()
+        .partition(|r| rtcp::rtcp_ssrc(r) == Some(AUDIO));
+    assert_eq!(rtcp_c, video_reports);
+    assert!(
+        at_c.iter()
+            .filter_map(|p| rtcp::rtp_ssrc(p))
+            .all(|s| s == VIDEO)
+    );
+    let (rtp_audio, rtcp_audio) = (
+        at_audio.await.expect("task"),
+        at_audio_rtcp.await.expect("task"),
+    );
+    assert!(!rtp_audio.is_empty());
+    assert!(
+        rtp_audio
+            .iter()
+            .all(|p| rtcp::payload_type(p) == Some(AUDIO_PT))
+    );
+    assert_eq!(rtcp_audio, audio_reports);
+    assert_eq!(c.0.rtcp_out, 1, "C: {:?}", c.0);
+    let delivered = at_c.len() + rtp_audio.len() + rtcp_audio.len();
+    assert_eq!(c.0.media_out, delivered as u64);
     // The encoder: a keyframe request for both streams while both play,
     // for the video alone after the audio's goodbye; the REMBs likewise.
     let asked: Vec<Vec<u32>> = got

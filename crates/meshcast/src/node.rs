@@ -18,7 +18,7 @@ use crate::scenario::{Locator, ScenarioError};
 use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::{Addr, DropCause, Event, FlowId, NodeId, Time};
-use meshcast_net::{AddrBook, MediaPorts, Node};
+use meshcast_net::{AddrBook, MediaPorts, Node, TypeOutput};
 use meshcast_proto::celerity::{CelerityConfig, CelerityPeer, PeerCounters};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -87,6 +87,10 @@ pub struct MediaConfig {
     /// applications with an RTCP port of their own (`output_rtcp`); the
     /// others get it with the RTP.
     pub rtcp_outputs: Vec<(usize, SocketAddr)>,
+    /// Where a participant's streams of one RTP payload type go instead
+    /// (`output_types`): (participant index, payload type, RTP address,
+    /// RTCP address if apart).
+    pub type_outputs: Vec<(usize, u8, SocketAddr, Option<SocketAddr>)>,
     /// The encoder's RTCP address (`encoder_rtcp`): keyframe requests for
     /// this participant's session go there as RTCP PLI, and its offered
     /// rate as REMB.
@@ -106,9 +110,18 @@ struct RawMedia {
     input_rtcp: Option<Spanned<String>>,
     output: Option<BTreeMap<String, Spanned<String>>>,
     output_rtcp: Option<BTreeMap<String, Spanned<String>>>,
+    output_types: Option<BTreeMap<String, BTreeMap<String, RawTypeOutput>>>,
     encoder_rtcp: Option<Spanned<String>>,
     rtcp_listen: Option<Spanned<String>>,
     rate_feedback: Option<Spanned<bool>>,
+}
+
+/// `[media.output_types.P]`'s entries: `PT = { rtp = "...", rtcp = "..." }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTypeOutput {
+    rtp: Spanned<String>,
+    rtcp: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -319,6 +332,33 @@ impl NodeConfig {
                     };
                     rtcp_outputs.push((p, socket_addr(addr, &field, &loc)?));
                 }
+                let mut type_outputs = Vec::new();
+                for (name, types) in m.output_types.iter().flatten() {
+                    for (pt, out) in types {
+                        let field = format!("media.output_types.{name}.{pt}");
+                        let p = conference.participants.iter().position(|p| p == name);
+                        let Some(p) = p.filter(|p| outputs.iter().any(|o| o.0 == *p)) else {
+                            return Err(loc.err(
+                                out.rtp.span(),
+                                &field,
+                                format!("{name:?} has no media.output: its other streams go there"),
+                            ));
+                        };
+                        let Some(pt) = pt.parse::<u8>().ok().filter(|&t| t < 128) else {
+                            return Err(loc.err(
+                                out.rtp.span(),
+                                &field,
+                                format!("{pt:?} is not an RTP payload type (0-127)"),
+                            ));
+                        };
+                        let rtp = socket_addr(&out.rtp, &format!("{field}.rtp"), &loc)?;
+                        let rtcp = match &out.rtcp {
+                            Some(a) => Some(socket_addr(a, &format!("{field}.rtcp"), &loc)?),
+                            None => None,
+                        };
+                        type_outputs.push((p, pt, rtp, rtcp));
+                    }
+                }
                 // The node's own input would take its requests as media and
                 // send them to the receivers.
                 let encoder_rtcp = beside_input(
@@ -363,6 +403,7 @@ impl NodeConfig {
                     input_rtcp,
                     outputs,
                     rtcp_outputs,
+                    type_outputs,
                     encoder_rtcp,
                     rtcp_listen,
                     rate_feedback: m.rate_feedback.as_ref().is_none_or(|f| *f.get_ref()),
@@ -809,6 +850,16 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                 input_rtcp,
                 outputs: flows(&m.outputs),
                 rtcp_outputs: flows(&m.rtcp_outputs),
+                type_outputs: m
+                    .type_outputs
+                    .iter()
+                    .map(|&(p, payload_type, rtp, rtcp)| TypeOutput {
+                        flow: FlowId(p as u32),
+                        payload_type,
+                        rtp,
+                        rtcp,
+                    })
+                    .collect(),
                 feedback,
                 encoder_feedback: m.encoder_rtcp,
                 // A keyframe asked for within the delay bound is still on
@@ -1342,6 +1393,7 @@ B = "127.0.0.1:7002"
                 input_rtcp: None,
                 outputs: vec![(0, "127.0.0.1:9001".parse().expect("address"))],
                 rtcp_outputs: Vec::new(),
+                type_outputs: Vec::new(),
                 encoder_rtcp: None,
                 rtcp_listen: None,
                 rate_feedback: true,
@@ -1433,6 +1485,50 @@ B = "127.0.0.1:7002"
                 "{table}"
             );
         }
+        // A participant's streams of one payload type apart.
+        let c = NodeConfig::parse(
+            "n.toml",
+            &media(
+                "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\n97 = { rtp = \"127.0.0.1:9006\", rtcp = \"127.0.0.1:9007\" }\n0 = { rtp = \"127.0.0.1:9008\" }",
+            ),
+        )
+        .expect("valid media with streams apart");
+        let addr = |a: &str| a.parse::<SocketAddr>().expect("address");
+        assert_eq!(
+            c.media.expect("media").type_outputs,
+            vec![
+                (0, 0, addr("127.0.0.1:9008"), None),
+                (0, 97, addr("127.0.0.1:9006"), Some(addr("127.0.0.1:9007")))
+            ]
+        );
+        for (table, message) in [
+            (
+                "[media.output_types.A]\n97 = { rtp = \"127.0.0.1:9006\" }",
+                "media.output_types.A.97: \"A\" has no media.output: its other streams go there",
+            ),
+            (
+                "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\n128 = { rtp = \"127.0.0.1:9006\" }",
+                "media.output_types.A.128: \"128\" is not an RTP payload type (0-127)",
+            ),
+            (
+                "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\nvideo = { rtp = \"127.0.0.1:9006\" }",
+                "media.output_types.A.video: \"video\" is not an RTP payload type (0-127)",
+            ),
+            (
+                "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\n97 = { rtp = \"127.0.0.1:9006\", rtcp = \"x\" }",
+                "media.output_types.A.97.rtcp: \"x\" is not a host:port address",
+            ),
+        ] {
+            assert!(
+                err(&media(table)).contains(message),
+                "{table}: {}",
+                err(&media(table))
+            );
+        }
+        assert!(
+            err(&media("output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\n97 = { rpt = \"127.0.0.1:9006\" }"))
+                .contains("rpt")
+        );
         assert!(
             err(&media(
                 "output = { A = \"127.0.0.1:9001\" }\noutput_rtcp = { A = \"nowhere\" }"

@@ -11,6 +11,10 @@
 //! tests say so and pass, unless `MESHCAST_REQUIRE_FFMPEG` is set (CI
 //! sets it and installs ffmpeg).
 //!
+//! A participant's audio and video travel through one input to a
+//! receiving ffmpeg with ports for each
+//! (`a_participants_audio_and_video_reach_a_port_each`).
+//!
 //! Keyframe requests travel between GStreamer's RTP stacks and its H.264
 //! encoder the same way (`a_late_receivers_keyframe_request_reaches_the_encoder`):
 //! that test needs GStreamer (`gst-launch-1.0` with rtpbin, x264enc and
@@ -273,6 +277,41 @@ fn reference(d: &Path, stream: &Stream) -> Vec<String> {
     crcs
 }
 
+/// Wait until the overlay offers A's session `offered_bps` (A's metrics at
+/// `metrics_port`), as a caller that drives an encoder would; the nodes
+/// back. If it does not within 20 s, the test fails with what the nodes
+/// said (one that could not start, or that never heard the other, is
+/// what this usually means).
+fn wait_for_rate(
+    d: &Path,
+    metrics_port: u16,
+    offered_bps: f64,
+    node_a: Child,
+    node_b: Child,
+) -> (Child, Child) {
+    let t = Instant::now();
+    let offered = loop {
+        let r = metric(metrics_port, "meshcast_offered_rate_bits_per_second");
+        if r.is_some_and(|r| r >= offered_bps) || t.elapsed() > Duration::from_secs(20) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if offered.is_some_and(|r| r >= offered_bps) {
+        return (node_a, node_b);
+    }
+    let mut said = String::new();
+    for (id, done, summary) in end_nodes(d, [("A", node_a), ("B", node_b)]) {
+        let net = summary.map(|v| v["net"].to_string());
+        said += &format!(
+            "\n{id} ({}, net {net:?}): {}",
+            done.status,
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    panic!("the offered rate did not reach {offered_bps} bit/s in 20 s: {offered:?}{said}");
+}
+
 /// Stream [`FULL`] from A to B through a conference whose sessions are
 /// capped at `max_rate_kbps` (`extra` more `[conference]` lines), once
 /// A's offered rate reaches `offered_bps`.
@@ -304,29 +343,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
         "B",
         &format!("id = \"B\"\n{common}[media.output]\nA = \"127.0.0.1:{output}\"\n"),
     );
-    // Wait until the overlay offers A's session what the run asks.
-    let t = Instant::now();
-    let offered = loop {
-        let r = metric(metrics_port, "meshcast_offered_rate_bits_per_second");
-        if r.is_some_and(|r| r >= offered_bps) || t.elapsed() > Duration::from_secs(20) {
-            break r;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    if !offered.is_some_and(|r| r >= offered_bps) {
-        // Say what the nodes said: one that could not start, or that
-        // never heard the other, is what this usually means.
-        let mut said = String::new();
-        for (id, done, summary) in end_nodes(d, [("A", node_a), ("B", node_b)]) {
-            let net = summary.map(|v| v["net"].to_string());
-            said += &format!(
-                "\n{id} ({}, net {net:?}): {}",
-                done.status,
-                String::from_utf8_lossy(&done.stderr)
-            );
-        }
-        panic!("the offered rate did not reach {offered_bps} bit/s in 20 s: {offered:?}{said}");
-    }
+    let (node_a, node_b) = wait_for_rate(d, metrics_port, offered_bps, node_a, node_b);
     // Beside the rate, the packet size for the session's paths: loopback
     // serialises nothing to speak of, so full units.
     let page = metrics_page(metrics_port).expect("the metrics endpoint answers");
@@ -529,6 +546,123 @@ fn an_ffmpeg_stream_sent_before_the_rate_climbs_gets_through() {
     assert!(r.known >= 350, "known {}", r.known);
     let r = run(800, 0.0, "source_slack = false\nsource_excess = false\n");
     assert!(r.known <= 100, "without the rules: known {}", r.known);
+}
+
+/// A participant's audio and video through one input, to a receiver with
+/// a port for each (docs/node.md, "Sender reports and several streams").
+/// ffmpeg sends 8 s of a test pattern (MPEG-4 part 2, payload type 96)
+/// and a tone (Opus, 97) as two RTP streams to A's input, their sender
+/// reports to A's `input_rtcp`; B sends A's payload type 97 to the audio
+/// ports of the receiving ffmpeg, whose SDP has a video and an audio
+/// stream, and the rest to its video ports. Measured: 198 of 200 video
+/// frames and 401 audio frames of 20 ms decoded, 4 reports carried and
+/// delivered; without `output_types`, 197 video frames and no audio (the
+/// video port's session drops what is not its type).
+#[test]
+fn a_participants_audio_and_video_reach_a_port_each() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // Each with the port after it free: the receiver's RTCP ports.
+    let [a, b, input, input_rtcp, video, audio] = free_ports(6, false)[..] else {
+        unreachable!()
+    };
+    let metrics_port = free_ports(1, true)[0];
+    let common = format!(
+        "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = 1000\n[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
+    );
+    let node_a = node(
+        d,
+        "A",
+        &format!(
+            "id = \"A\"\nmetrics_listen = \"127.0.0.1:{metrics_port}\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\ninput_rtcp = \"127.0.0.1:{input_rtcp}\"\n"
+        ),
+    );
+    let node_b = node(
+        d,
+        "B",
+        &format!(
+            "id = \"B\"\n{common}[media.output]\nA = \"127.0.0.1:{video}\"\n[media.output_rtcp]\nA = \"127.0.0.1:{}\"\n[media.output_types.A]\n97 = {{ rtp = \"127.0.0.1:{audio}\", rtcp = \"127.0.0.1:{}\" }}\n",
+            video + 1,
+            audio + 1
+        ),
+    );
+    let (node_a, node_b) = wait_for_rate(d, metrics_port, 600_000.0, node_a, node_b);
+    std::fs::write(
+        d.join("recv.sdp"),
+        format!(
+            "v=0\no=- 0 0 IN IP4 127.0.0.1\ns=meshcast\nc=IN IP4 127.0.0.1\nt=0 0\nm=video {video} RTP/AVP 96\na=rtpmap:96 MP4V-ES/90000\na=fmtp:96 profile-level-id=1\nm=audio {audio} RTP/AVP 97\na=rtpmap:97 opus/48000/2\n"
+        ),
+    )
+    .expect("write the SDP");
+    let receiver = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+        .args(["-protocol_whitelist", "file,udp,rtp", "-i"])
+        .arg(d.join("recv.sdp"))
+        .args(["-map", "0:v", "-f", "framecrc"])
+        .arg(d.join("video.crc"))
+        .args(["-map", "0:a", "-f", "framecrc"])
+        .arg(d.join("audio.crc"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ffmpeg runs");
+    std::thread::sleep(Duration::from_millis(500));
+    let to = |port: u16, pkt: &str| format!("rtp://127.0.0.1:{port}?rtcpport={input_rtcp}{pkt}");
+    let sender = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"])
+        .args([
+            "-t",
+            "8",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=320x240:rate=25",
+        ])
+        .args([
+            "-t",
+            "8",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=440:sample_rate=48000",
+        ])
+        .args(["-map", "0:v", "-c:v", "mpeg4", "-b:v", "300k", "-g", "25"])
+        .args(["-payload_type", "96", "-f", "rtp"])
+        .arg(to(input, "&pkt_size=1200"))
+        .args(["-map", "1:a", "-c:a", "libopus", "-b:a", "32k"])
+        .args(["-payload_type", "97", "-f", "rtp"])
+        .arg(to(input, ""))
+        .stdout(Stdio::null())
+        .output()
+        .expect("ffmpeg sends");
+    assert!(
+        sender.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sender.stderr)
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    stop(&receiver);
+    let received = receiver.wait_with_output().expect("the receiver ends");
+    let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
+    let (frames, samples) = (
+        frame_crcs(&d.join("video.crc")).len(),
+        frame_crcs(&d.join("audio.crc")).len(),
+    );
+    eprintln!(
+        "video frames {frames}, audio frames {samples}; A: {}; B: {}",
+        sa["net"], sb["net"]
+    );
+    if frames == 0 || samples == 0 {
+        eprintln!("receiver: {}", String::from_utf8_lossy(&received.stderr));
+    }
+    // 200 video frames and 400 audio frames of 20 ms were sent.
+    assert!(frames >= 180, "video frames {frames}");
+    assert!(samples >= 360, "audio frames {samples}");
+    let reports = sa["net"]["encoder_reports"].as_u64().unwrap_or(0);
+    assert!(reports >= 2, "{}", sa["net"]);
+    assert!(sb["net"]["rtcp_out"].as_u64() >= Some(1), "{}", sb["net"]);
 }
 
 /// What a late receiver got in [`late_receiver`].
