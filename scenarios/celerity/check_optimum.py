@@ -42,20 +42,12 @@ import argparse
 import itertools
 import json
 import math
-import os
-import shutil
 import subprocess
 import sys
 import tomllib
 import warnings
 
-
-def default_meshcast():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    built = os.path.join(root, "target", "release", "meshcast")
-    if os.access(built, os.X_OK):
-        return built
-    return shutil.which("meshcast")
+from score_underlays import default_meshcast
 
 
 class Underlay:

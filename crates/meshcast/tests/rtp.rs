@@ -146,6 +146,15 @@ fn metric_in(page: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
 }
 
+/// The lines two nodes' configurations share: a minute at most, a
+/// conference of A and B at ports `a` and `b` of loopback whose sessions
+/// may take `max_rate_kbps` (`extra`: more `[conference]` lines).
+fn pair(a: u16, b: u16, max_rate_kbps: u32, extra: &str) -> String {
+    format!(
+        "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = {max_rate_kbps}\n{extra}[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
+    )
+}
+
 fn node(dir: &Path, id: &str, toml: &str) -> Child {
     let cfg = dir.join(format!("{id}.toml"));
     std::fs::write(&cfg, toml).expect("write the configuration");
@@ -277,6 +286,54 @@ fn reference(d: &Path, stream: &Stream) -> Vec<String> {
     crcs
 }
 
+/// An SDP for an MPEG-4 part 2 video stream of payload type 96 at
+/// `port` on loopback (RTCP at the next port); more `m=` lines may follow.
+fn mpeg4_sdp(port: u16) -> String {
+    format!(
+        "v=0\no=- 0 0 IN IP4 127.0.0.1\ns=meshcast\nc=IN IP4 127.0.0.1\nt=0 0\nm=video {port} RTP/AVP 96\na=rtpmap:96 MP4V-ES/90000\na=fmtp:96 profile-level-id=1\n"
+    )
+}
+
+/// A receiving ffmpeg for the streams of `sdp` (written to `recv.sdp`
+/// under `d`), each `(map, file)` of `outputs` written as `framecrc` to
+/// `file` under `d`.
+fn ffmpeg_receiver(d: &Path, sdp: &str, outputs: &[(&str, &str)]) -> Child {
+    std::fs::write(d.join("recv.sdp"), sdp).expect("write the SDP");
+    let mut ffmpeg = Command::new("ffmpeg");
+    ffmpeg
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+        .args(["-protocol_whitelist", "file,udp,rtp", "-i"])
+        .arg(d.join("recv.sdp"));
+    for (map, file) in outputs {
+        ffmpeg
+            .args(["-map", map, "-f", "framecrc"])
+            .arg(d.join(file));
+    }
+    ffmpeg.stderr(Stdio::piped()).spawn().expect("ffmpeg runs")
+}
+
+/// Once the sending ffmpeg is done (`sender`, which must have succeeded):
+/// give the receiving one 2 s for the last packets, stop it and the nodes
+/// (which must end well); what the receiver said, and the nodes'
+/// summaries.
+fn after_sending(
+    d: &Path,
+    sender: &std::process::Output,
+    receiver: Child,
+    node_a: Child,
+    node_b: Child,
+) -> (std::process::Output, [Value; 2]) {
+    assert!(
+        sender.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sender.stderr)
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    stop(&receiver);
+    let received = receiver.wait_with_output().expect("the receiver ends");
+    (received, ended_well(d, [("A", node_a), ("B", node_b)]))
+}
+
 /// Wait until the overlay offers A's session `offered_bps` (A's metrics at
 /// `metrics_port`), as a caller that drives an encoder would; the nodes
 /// back. If it does not within 20 s, the test fails with what the nodes
@@ -328,9 +385,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
         unreachable!()
     };
     let metrics_port = free_ports(1, true)[0];
-    let common = format!(
-        "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = {max_rate_kbps}\n{extra}[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
-    );
+    let common = pair(a, b, max_rate_kbps, extra);
     let node_a = node(
         d,
         "A",
@@ -368,22 +423,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     // decoder configuration in band, so this SDP is all it needs). It
     // starts just before the sender: it gives up on a stream that does not
     // come within its probing time.
-    std::fs::write(
-        d.join("recv.sdp"),
-        format!(
-            "v=0\no=- 0 0 IN IP4 127.0.0.1\ns=meshcast\nc=IN IP4 127.0.0.1\nt=0 0\nm=video {output} RTP/AVP 96\na=rtpmap:96 MP4V-ES/90000\na=fmtp:96 profile-level-id=1\n"
-        ),
-    )
-    .expect("write the SDP");
-    let receiver = Command::new("ffmpeg")
-        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-        .args(["-protocol_whitelist", "file,udp,rtp", "-i"])
-        .arg(d.join("recv.sdp"))
-        .args(["-f", "framecrc"])
-        .arg(d.join("recv.crc"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ffmpeg runs");
+    let receiver = ffmpeg_receiver(d, &mpeg4_sdp(output), &[("0:v", "recv.crc")]);
     std::thread::sleep(Duration::from_millis(500));
     let frames = FRAMES.to_string();
     let sender = Command::new("ffmpeg")
@@ -394,15 +434,7 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
         .stdout(Stdio::null())
         .output()
         .expect("ffmpeg sends");
-    assert!(
-        sender.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sender.stderr)
-    );
-    std::thread::sleep(Duration::from_secs(2));
-    stop(&receiver);
-    let received = receiver.wait_with_output().expect("the receiver ends");
-    let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
+    let (received, [sa, sb]) = after_sending(d, &sender, receiver, node_a, node_b);
     let got = frame_crcs(&d.join("recv.crc"));
     let intact = got.iter().zip(&want).filter(|(g, w)| g == w).count();
     let reference: std::collections::HashSet<&String> = want.iter().collect();
@@ -570,9 +602,7 @@ fn a_participants_audio_and_video_reach_a_port_each() {
         unreachable!()
     };
     let metrics_port = free_ports(1, true)[0];
-    let common = format!(
-        "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = 1000\n[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
-    );
+    let common = pair(a, b, 1000, "");
     let node_a = node(
         d,
         "A",
@@ -590,44 +620,22 @@ fn a_participants_audio_and_video_reach_a_port_each() {
         ),
     );
     let (node_a, node_b) = wait_for_rate(d, metrics_port, 600_000.0, node_a, node_b);
-    std::fs::write(
-        d.join("recv.sdp"),
-        format!(
-            "v=0\no=- 0 0 IN IP4 127.0.0.1\ns=meshcast\nc=IN IP4 127.0.0.1\nt=0 0\nm=video {video} RTP/AVP 96\na=rtpmap:96 MP4V-ES/90000\na=fmtp:96 profile-level-id=1\nm=audio {audio} RTP/AVP 97\na=rtpmap:97 opus/48000/2\n"
-        ),
-    )
-    .expect("write the SDP");
-    let receiver = Command::new("ffmpeg")
-        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-        .args(["-protocol_whitelist", "file,udp,rtp", "-i"])
-        .arg(d.join("recv.sdp"))
-        .args(["-map", "0:v", "-f", "framecrc"])
-        .arg(d.join("video.crc"))
-        .args(["-map", "0:a", "-f", "framecrc"])
-        .arg(d.join("audio.crc"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ffmpeg runs");
+    let sdp = format!(
+        "{}m=audio {audio} RTP/AVP 97\na=rtpmap:97 opus/48000/2\n",
+        mpeg4_sdp(video)
+    );
+    let receiver = ffmpeg_receiver(d, &sdp, &[("0:v", "video.crc"), ("0:a", "audio.crc")]);
     std::thread::sleep(Duration::from_millis(500));
     let to = |port: u16, pkt: &str| format!("rtp://127.0.0.1:{port}?rtcpport={input_rtcp}{pkt}");
-    let sender = Command::new("ffmpeg")
-        .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"])
-        .args([
-            "-t",
-            "8",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc=size=320x240:rate=25",
-        ])
-        .args([
-            "-t",
-            "8",
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=frequency=440:sample_rate=48000",
-        ])
+    let mut sender = Command::new("ffmpeg");
+    sender.args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"]);
+    for source in [
+        "testsrc=size=320x240:rate=25",
+        "sine=frequency=440:sample_rate=48000",
+    ] {
+        sender.args(["-t", "8", "-f", "lavfi", "-i", source]);
+    }
+    let sender = sender
         .args(["-map", "0:v", "-c:v", "mpeg4", "-b:v", "300k", "-g", "25"])
         .args(["-payload_type", "96", "-f", "rtp"])
         .arg(to(input, "&pkt_size=1200"))
@@ -637,15 +645,7 @@ fn a_participants_audio_and_video_reach_a_port_each() {
         .stdout(Stdio::null())
         .output()
         .expect("ffmpeg sends");
-    assert!(
-        sender.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sender.stderr)
-    );
-    std::thread::sleep(Duration::from_secs(2));
-    stop(&receiver);
-    let received = receiver.wait_with_output().expect("the receiver ends");
-    let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
+    let (received, [sa, sb]) = after_sending(d, &sender, receiver, node_a, node_b);
     let (frames, samples) = (
         frame_crcs(&d.join("video.crc")).len(),
         frame_crcs(&d.join("audio.crc")).len(),
@@ -698,9 +698,7 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
     else {
         unreachable!()
     };
-    let common = format!(
-        "duration_s = 60\n[conference]\nparticipants = [\"A\", \"B\"]\nmax_rate_kbps = 800\n[peers]\nA = \"127.0.0.1:{a}\"\nB = \"127.0.0.1:{b}\"\n"
-    );
+    let common = pair(a, b, 800, "");
     let (asking, reports) = if ask_encoder {
         (
             format!(
