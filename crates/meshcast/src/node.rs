@@ -351,6 +351,15 @@ impl NodeConfig {
                                 format!("{pt:?} is not an RTP payload type (0-127)"),
                             ));
                         };
+                        // With the marker bit set, an RTP packet of these
+                        // types reads as RTCP (RFC 5761 §4).
+                        if (64..96).contains(&pt) {
+                            return Err(loc.err(
+                                out.rtp.span(),
+                                &field,
+                                "payload types 64-95 can pass for RTCP (RFC 5761): use 96-127 or a static type",
+                            ));
+                        }
                         let rtp = socket_addr(&out.rtp, &format!("{field}.rtp"), &loc)?;
                         let rtcp = match &out.rtcp {
                             Some(a) => Some(socket_addr(a, &format!("{field}.rtcp"), &loc)?),
@@ -1509,6 +1518,10 @@ B = "127.0.0.1:7002"
             (
                 "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\n128 = { rtp = \"127.0.0.1:9006\" }",
                 "media.output_types.A.128: \"128\" is not an RTP payload type (0-127)",
+            ),
+            (
+                "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\n72 = { rtp = \"127.0.0.1:9006\" }",
+                "media.output_types.A.72: payload types 64-95 can pass for RTCP (RFC 5761): use 96-127 or a static type",
             ),
             (
                 "output = { A = \"127.0.0.1:9001\" }\n[media.output_types.A]\nvideo = { rtp = \"127.0.0.1:9006\" }",
