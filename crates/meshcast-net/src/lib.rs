@@ -294,6 +294,9 @@ pub const RATE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
 /// The most streams of its encoder's a node keeps (and names).
 pub const MAX_OWN_STREAMS: usize = 32;
+/// The most streams delivered to its applications a node keeps (for
+/// their keyframe requests and the routing of their RTCP).
+pub const MAX_DELIVERED_STREAMS: usize = 1024;
 
 /// The SSRC a node names itself by in the RTCP it sends an encoder of
 /// `streams` (one at least): any other than theirs.
@@ -316,9 +319,8 @@ struct Media {
     feedback: Option<UdpSocket>,
     encoder_feedback: Option<SocketAddr>,
     request_gap: Duration,
-    /// The flow and payload type of each stream (RTP SSRC) delivered to
-    /// the application.
-    streams: HashMap<u32, (FlowId, u8)>,
+    /// The streams delivered to the application.
+    streams: Delivered,
     /// The application's own streams.
     own_streams: OwnStreams,
     /// When the last keyframe request went to the encoder.
@@ -340,6 +342,30 @@ fn tokio_socket(socket: Option<std::net::UdpSocket>) -> io::Result<Option<UdpSoc
         .transpose()
 }
 
+/// The streams (RTP SSRCs) a node delivered to its applications: each
+/// one's flow and payload type, and when its last RTP packet went. At most
+/// [`MAX_DELIVERED_STREAMS`]: a source that sends ever new SSRCs
+/// displaces the longest silent.
+#[derive(Debug, Default)]
+struct Delivered(HashMap<u32, (FlowId, u8, Instant)>);
+
+impl Delivered {
+    fn note(&mut self, ssrc: u32, flow: FlowId, pt: u8, now: Instant) {
+        if self.0.len() >= MAX_DELIVERED_STREAMS
+            && !self.0.contains_key(&ssrc)
+            && let Some(oldest) = self.0.iter().min_by_key(|(_, v)| v.2).map(|(&k, _)| k)
+        {
+            self.0.remove(&oldest);
+        }
+        self.0.insert(ssrc, (flow, pt, now));
+    }
+
+    /// Stream `ssrc`'s flow and payload type, if it was delivered.
+    fn get(&self, ssrc: u32) -> Option<(FlowId, u8)> {
+        self.0.get(&ssrc).map(|&(f, pt, _)| (f, pt))
+    }
+}
+
 /// The encoder's streams (RTP SSRCs), each with when its last RTP packet
 /// came, in the order they first came.
 #[derive(Debug, Default)]
@@ -353,7 +379,7 @@ impl Media {
     /// stream's flow and type.
     fn destination(&mut self, flow: FlowId, unit: &[u8]) -> Option<(SocketAddr, bool)> {
         if let (Some(ssrc), Some(pt)) = (rtcp::rtp_ssrc(unit), rtcp::payload_type(unit)) {
-            self.streams.insert(ssrc, (flow, pt));
+            self.streams.note(ssrc, flow, pt, Instant::now());
             let typed = self.type_outputs.get(&(flow, pt)).map(|t| t.rtp);
             return typed
                 .or_else(|| self.outputs.get(&flow).copied())
@@ -363,9 +389,9 @@ impl Media {
             return self.outputs.get(&flow).map(|&a| (a, false));
         }
         let typed = rtcp::rtcp_ssrc(unit)
-            .and_then(|s| self.streams.get(&s))
+            .and_then(|s| self.streams.get(s))
             .filter(|s| s.0 == flow)
-            .and_then(|&(_, pt)| self.type_outputs.get(&(flow, pt)));
+            .and_then(|(_, pt)| self.type_outputs.get(&(flow, pt)));
         match typed {
             Some(t) => Some(t.rtcp.map_or((t.rtp, false), |a| (a, true))),
             None => match self.rtcp_outputs.get(&flow) {
@@ -581,7 +607,7 @@ impl<E: Endpoint> Node<E> {
             feedback,
             encoder_feedback: ports.encoder_feedback,
             request_gap: ports.request_gap,
-            streams: HashMap::new(),
+            streams: Delivered::default(),
             own_streams: OwnStreams::default(),
             last_request: None,
             rate_feedback: ports.rate_feedback,
@@ -741,8 +767,8 @@ impl<E: Endpoint> Node<E> {
             for ssrc in rtcp::keyframe_requests(&buf[..n]) {
                 let asked = media
                     .streams
-                    .get(&ssrc)
-                    .is_some_and(|&(flow, _)| self.endpoint.handle_keyframe_request(now, flow));
+                    .get(ssrc)
+                    .is_some_and(|(flow, _)| self.endpoint.handle_keyframe_request(now, flow));
                 if asked {
                     self.counters.keyframe_asks += 1;
                 } else {
@@ -1025,6 +1051,26 @@ mod tests {
             live.iter().all(|&x| x >= 1100 - MAX_OWN_STREAMS as u32),
             "{live:?}"
         );
+    }
+
+    #[test]
+    fn the_delivered_streams_are_bounded() {
+        let t0 = Instant::now();
+        let mut d = Delivered::default();
+        d.note(7, FlowId(1), 96, t0);
+        assert_eq!(d.get(7), Some((FlowId(1), 96)));
+        assert_eq!(d.get(8), None);
+        // Ever new SSRCs displace the longest silent; one that keeps
+        // sending stays.
+        for k in 0..3000u32 {
+            let now = t0 + Duration::from_millis(u64::from(k) + 1);
+            d.note(1000 + k, FlowId(2), 97, now);
+            d.note(7, FlowId(1), 96, now);
+        }
+        assert_eq!(d.0.len(), MAX_DELIVERED_STREAMS);
+        assert_eq!(d.get(7), Some((FlowId(1), 96)));
+        assert_eq!(d.get(3999), Some((FlowId(2), 97)));
+        assert_eq!(d.get(1000), None);
     }
 
     #[test]
