@@ -88,9 +88,8 @@ pub struct MediaConfig {
     /// others get it with the RTP.
     pub rtcp_outputs: Vec<(usize, SocketAddr)>,
     /// Where a participant's streams of one RTP payload type go instead
-    /// (`output_types`): (participant index, payload type, RTP address,
-    /// RTCP address if apart).
-    pub type_outputs: Vec<(usize, u8, SocketAddr, Option<SocketAddr>)>,
+    /// (`output_types`; the flow is the participant's index).
+    pub type_outputs: Vec<TypeOutput>,
     /// The encoder's RTCP address (`encoder_rtcp`): keyframe requests for
     /// this participant's session go there as RTCP PLI, and its offered
     /// rate as REMB.
@@ -319,11 +318,15 @@ impl NodeConfig {
                     "takes the encoder's RTCP",
                     "RTCP multiplexed with the RTP needs no port of its own",
                 )?;
+                // A participant this node has a media output for.
+                let received = |name: &str| {
+                    let p = conference.participants.iter().position(|p| p == name)?;
+                    outputs.iter().any(|o| o.0 == p).then_some(p)
+                };
                 let mut rtcp_outputs = Vec::new();
                 for (name, addr) in m.output_rtcp.iter().flatten() {
                     let field = format!("media.output_rtcp.{name}");
-                    let p = conference.participants.iter().position(|p| p == name);
-                    let Some(p) = p.filter(|p| outputs.iter().any(|o| o.0 == *p)) else {
+                    let Some(p) = received(name) else {
                         return Err(loc.err(
                             addr.span(),
                             &field,
@@ -336,8 +339,7 @@ impl NodeConfig {
                 for (name, types) in m.output_types.iter().flatten() {
                     for (pt, out) in types {
                         let field = format!("media.output_types.{name}.{pt}");
-                        let p = conference.participants.iter().position(|p| p == name);
-                        let Some(p) = p.filter(|p| outputs.iter().any(|o| o.0 == *p)) else {
+                        let Some(p) = received(name) else {
                             return Err(loc.err(
                                 out.rtp.span(),
                                 &field,
@@ -365,7 +367,12 @@ impl NodeConfig {
                             Some(a) => Some(socket_addr(a, &format!("{field}.rtcp"), &loc)?),
                             None => None,
                         };
-                        type_outputs.push((p, pt, rtp, rtcp));
+                        type_outputs.push(TypeOutput {
+                            flow: FlowId(p as u32),
+                            payload_type: pt,
+                            rtp,
+                            rtcp,
+                        });
                     }
                 }
                 // The node's own input would take its requests as media and
@@ -653,8 +660,9 @@ pub struct NetSummary {
     pub media_in: u64,
     /// Media units delivered to the media outputs.
     pub media_out: u64,
-    /// Of those, RTCP units (a source's sender reports) delivered to a
-    /// `media.output_rtcp` address.
+    /// Of those, RTCP units (a source's sender reports) delivered to an
+    /// RTCP port: a `media.output_rtcp` address or a type's `rtcp` in
+    /// `media.output_types`.
     pub rtcp_out: u64,
     /// Media units refused or dropped (too large; no output for the
     /// session; the kernel refused to send; not RTCP on
@@ -828,27 +836,17 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         };
         node.set_gso(cfg.gso);
         if let Some(m) = &cfg.media {
-            let input = match m.input {
-                Some(a) => Some(
+            // The node's own local ports, each bound if configured.
+            let bind = |at: Option<SocketAddr>, what: &str| {
+                at.map(|a| {
                     std::net::UdpSocket::bind(a)
-                        .with_context(|| format!("cannot take media on {a}"))?,
-                ),
-                None => None,
+                        .with_context(|| format!("cannot take {what} on {a}"))
+                })
+                .transpose()
             };
-            let feedback = match m.rtcp_listen {
-                Some(a) => Some(
-                    std::net::UdpSocket::bind(a)
-                        .with_context(|| format!("cannot take RTCP on {a}"))?,
-                ),
-                None => None,
-            };
-            let input_rtcp = match m.input_rtcp {
-                Some(a) => Some(
-                    std::net::UdpSocket::bind(a)
-                        .with_context(|| format!("cannot take the encoder's RTCP on {a}"))?,
-                ),
-                None => None,
-            };
+            let input = bind(m.input, "media")?;
+            let feedback = bind(m.rtcp_listen, "RTCP")?;
+            let input_rtcp = bind(m.input_rtcp, "the encoder's RTCP")?;
             let flows = |v: &[(usize, SocketAddr)]| {
                 v.iter()
                     .map(|&(p, a)| (FlowId(p as u32), a))
@@ -859,16 +857,7 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
                 input_rtcp,
                 outputs: flows(&m.outputs),
                 rtcp_outputs: flows(&m.rtcp_outputs),
-                type_outputs: m
-                    .type_outputs
-                    .iter()
-                    .map(|&(p, payload_type, rtp, rtcp)| TypeOutput {
-                        flow: FlowId(p as u32),
-                        payload_type,
-                        rtp,
-                        rtcp,
-                    })
-                    .collect(),
+                type_outputs: m.type_outputs.clone(),
                 feedback,
                 encoder_feedback: m.encoder_rtcp,
                 // A keyframe asked for within the delay bound is still on
@@ -1503,11 +1492,17 @@ B = "127.0.0.1:7002"
         )
         .expect("valid media with streams apart");
         let addr = |a: &str| a.parse::<SocketAddr>().expect("address");
+        let typed = |payload_type, rtp, rtcp: Option<&str>| TypeOutput {
+            flow: FlowId(0),
+            payload_type,
+            rtp: addr(rtp),
+            rtcp: rtcp.map(addr),
+        };
         assert_eq!(
             c.media.expect("media").type_outputs,
             vec![
-                (0, 0, addr("127.0.0.1:9008"), None),
-                (0, 97, addr("127.0.0.1:9006"), Some(addr("127.0.0.1:9007")))
+                typed(0, "127.0.0.1:9008", None),
+                typed(97, "127.0.0.1:9006", Some("127.0.0.1:9007"))
             ]
         );
         for (table, message) in [
