@@ -371,37 +371,6 @@ impl Delivered {
 #[derive(Debug, Default)]
 struct OwnStreams(Vec<(u32, Instant)>);
 
-impl Media {
-    /// Where a unit of `flow` goes, and whether to an RTCP port: the RTP
-    /// of a payload type with ports of its own, and the RTCP of its
-    /// streams, go to those; other RTCP to the flow's RTCP port, where
-    /// there is one; the rest to the flow's output. Notes each RTP
-    /// stream's flow and type.
-    fn destination(&mut self, flow: FlowId, unit: &[u8]) -> Option<(SocketAddr, bool)> {
-        if let (Some(ssrc), Some(pt)) = (rtcp::rtp_ssrc(unit), rtcp::payload_type(unit)) {
-            self.streams.note(ssrc, flow, pt, Instant::now());
-            let typed = self.type_outputs.get(&(flow, pt)).map(|t| t.rtp);
-            return typed
-                .or_else(|| self.outputs.get(&flow).copied())
-                .map(|a| (a, false));
-        }
-        if !rtcp::is_rtcp(unit) {
-            return self.outputs.get(&flow).map(|&a| (a, false));
-        }
-        let typed = rtcp::rtcp_ssrc(unit)
-            .and_then(|s| self.streams.get(s))
-            .filter(|s| s.0 == flow)
-            .and_then(|(_, pt)| self.type_outputs.get(&(flow, pt)));
-        match typed {
-            Some(t) => Some(t.rtcp.map_or((t.rtp, false), |a| (a, true))),
-            None => match self.rtcp_outputs.get(&flow) {
-                Some(&a) => Some((a, true)),
-                None => self.outputs.get(&flow).map(|&a| (a, false)),
-            },
-        }
-    }
-}
-
 impl OwnStreams {
     /// Note a unit of the encoder's, at `now`: an RTP packet renews its
     /// stream, a goodbye ends the streams it names.
@@ -433,6 +402,37 @@ impl OwnStreams {
         self.0
             .retain(|&(_, seen)| now.saturating_duration_since(seen) < STREAM_SILENCE);
         self.0.iter().map(|&(s, _)| s).collect()
+    }
+}
+
+impl Media {
+    /// Where a unit of `flow` goes, and whether to an RTCP port: the RTP
+    /// of a payload type with ports of its own, and the RTCP of its
+    /// streams, go to those; other RTCP to the flow's RTCP port, where
+    /// there is one; the rest to the flow's output. Notes each RTP
+    /// stream's flow and type.
+    fn destination(&mut self, flow: FlowId, unit: &[u8]) -> Option<(SocketAddr, bool)> {
+        if let (Some(ssrc), Some(pt)) = (rtcp::rtp_ssrc(unit), rtcp::payload_type(unit)) {
+            self.streams.note(ssrc, flow, pt, Instant::now());
+            let typed = self.type_outputs.get(&(flow, pt)).map(|t| t.rtp);
+            return typed
+                .or_else(|| self.outputs.get(&flow).copied())
+                .map(|a| (a, false));
+        }
+        if !rtcp::is_rtcp(unit) {
+            return self.outputs.get(&flow).map(|&a| (a, false));
+        }
+        let typed = rtcp::rtcp_ssrc(unit)
+            .and_then(|s| self.streams.get(s))
+            .filter(|s| s.0 == flow)
+            .and_then(|(_, pt)| self.type_outputs.get(&(flow, pt)));
+        match typed {
+            Some(t) => Some(t.rtcp.map_or((t.rtp, false), |a| (a, true))),
+            None => match self.rtcp_outputs.get(&flow) {
+                Some(&a) => Some((a, true)),
+                None => self.outputs.get(&flow).map(|&a| (a, false)),
+            },
+        }
     }
 }
 
@@ -792,16 +792,18 @@ impl<E: Endpoint> Node<E> {
         ) else {
             return;
         };
+        // Called at every turn of the loop: whether a report is due comes
+        // first, the streams to name only then.
         let now = Instant::now();
-        let streams = media.own_streams.live(now);
-        if streams.is_empty() {
-            return;
-        }
         let due = media.rate_told.is_none_or(|(t, told)| {
             now.duration_since(t) >= RATE_REPORT_INTERVAL
                 || bps.abs_diff(told) as f64 >= RATE_REPORT_CHANGE * told as f64
         });
         if !due {
+            return;
+        }
+        let streams = media.own_streams.live(now);
+        if streams.is_empty() {
             return;
         }
         let remb = rtcp::estimated_max_bitrate(feedback_ssrc(&streams), bps, &streams);

@@ -117,16 +117,23 @@ fn packets(datagram: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
+/// The start of a compound RTCP packet from `sender_ssrc`, room left for
+/// `more` bytes: a receiver report with no report blocks (length 1: two
+/// words), the first packet every RTP stack accepts.
+fn compound_from(sender_ssrc: u32, more: usize) -> Vec<u8> {
+    let mut p = Vec::with_capacity(8 + more);
+    p.extend_from_slice(&[0x80, RR, 0, 1]);
+    p.extend_from_slice(&sender_ssrc.to_be_bytes());
+    p
+}
+
 /// A compound RTCP packet asking the encoder of the streams `media` for a
 /// keyframe: an empty receiver report from `sender_ssrc`, then a PLI for
 /// each stream (a PLI names one media source). At most [`MAX_STREAMS`]
 /// streams.
 pub fn picture_loss_indication(sender_ssrc: u32, media: &[u32]) -> Vec<u8> {
     let media = &media[..media.len().min(MAX_STREAMS)];
-    let mut p = Vec::with_capacity(8 + 12 * media.len());
-    // Receiver report with no report blocks: length 1 (two words).
-    p.extend_from_slice(&[0x80, RR, 0, 1]);
-    p.extend_from_slice(&sender_ssrc.to_be_bytes());
+    let mut p = compound_from(sender_ssrc, 12 * media.len());
     for s in media {
         // PLI: length 2 (three words), no feedback control information.
         p.extend_from_slice(&[0x80 | PLI, PSFB, 0, 2]);
@@ -163,9 +170,7 @@ pub fn estimated_max_bitrate(sender_ssrc: u32, bps: u64, media: &[u32]) -> Vec<u
     }
     let mantissa = (bps >> exp) as u32;
     let words = 4 + media.len() as u16;
-    let mut p = Vec::with_capacity(8 + 4 * (usize::from(words) + 1));
-    p.extend_from_slice(&[0x80, RR, 0, 1]);
-    p.extend_from_slice(&sender_ssrc.to_be_bytes());
+    let mut p = compound_from(sender_ssrc, 4 * (usize::from(words) + 1));
     p.extend_from_slice(&[0x80 | AFB, PSFB]);
     p.extend_from_slice(&words.to_be_bytes());
     p.extend_from_slice(&sender_ssrc.to_be_bytes());
