@@ -563,16 +563,42 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
             .sum::<f64>()
             / flows.len() as f64
     };
+    // The machine meanwhile: the window's share of CPU time the
+    // hypervisor took, and the run's other figures of its faithfulness,
+    // shown whatever follows.
+    let machine = &e["emulation"];
+    eprintln!("the machine during the run: {machine}");
+    let window = &machine["windows"];
+    assert_eq!(window.as_array().map(Vec::len), Some(1), "{machine}");
+    assert_eq!(
+        (window[0]["from_s"].as_u64(), window[0]["to_s"].as_u64()),
+        (Some(120), Some(200))
+    );
+    let stolen = window[0]["stolen_cpu_share"].as_f64().unwrap_or(0.0);
+    assert!((0.0..=1.0).contains(&stolen), "{machine}");
     // The links' figures: no direction carried more than its capacity
     // (within a packet over the 80 s and the reads' stamps), and the
-    // offices' link, which the four sessions share, ran full.
+    // offices' link, which the four sessions share, ran full whenever the
+    // machine ran. While the hypervisor has a CPU nothing on it runs, the
+    // kernel's shaper included, whose bucket holds one frame and so cannot
+    // make the time up. A CI run's E->F read 0.982 (its sessions
+    // 224.6-226.7 kbit/s, within 15% as below; what the hypervisor took
+    // was not yet shown) where this machine's runs, with nothing stolen,
+    // read 0.9998-1.0002 beside one or three busy processes and with a
+    // real-time thread taking 3 ms of every 100 on each CPU (its sessions
+    // 230.72 in each). The hypervisor's share is of both CPUs' time, so
+    // one or the other was held for at most twice it.
     for l in e["links"].as_array().expect("links") {
         let busy = l["windows"][0]["utilisation"]
             .as_f64()
             .expect("utilisation");
         assert!(busy <= 1.002, "{}: {busy}", l["id"]);
         if l["id"] == "E->F" || l["id"] == "F->E" {
-            assert!(busy >= 0.99, "{}: {busy}", l["id"]);
+            assert!(
+                busy >= 0.99 - 2.0 * stolen,
+                "{}: {busy}, with {stolen} of the CPU time stolen",
+                l["id"]
+            );
         }
     }
     let (real_delay, simulated_delay) = (delay(&e), delay(&s));

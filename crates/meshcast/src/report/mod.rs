@@ -98,12 +98,31 @@ pub struct EmulationSummary {
     /// 0.25 ms late at the 99th percentile; more is a node that waited for
     /// a CPU and held the packets it relays and paces meanwhile.
     pub node_timer_late_ms_p99: Option<f64>,
+    /// The machine's CPU time in each of the scenario's report windows,
+    /// in their order (the flows' `windows`): a window's figures were
+    /// taken while the hypervisor took this share, so a link that ran
+    /// short of full in a window it took much of is the machine's doing.
+    pub windows: Vec<EmulationWindow>,
     /// How far the machine's wall clock was set during the run against
     /// its monotonic clock, ms (the largest step seen, read once a
     /// second; positive is forward, about 0 when nothing set it). The run
     /// and its nodes keep time by the monotonic clock, so a step moves
     /// nothing in it; this says one happened.
     pub wall_clock_step_ms: f64,
+}
+
+/// The machine's CPU time over one report window of an emulated run.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct EmulationWindow {
+    /// The window's start, s from the epoch.
+    pub from_s: u64,
+    /// Its end, s (exclusive).
+    pub to_s: u64,
+    /// The share (0 to 1) of the CPU time the hypervisor took in it
+    /// (`null` where the kernel does not count steal).
+    pub stolen_cpu_share: Option<f64>,
+    /// The share spent running something in it.
+    pub cpu_busy_share: Option<f64>,
 }
 
 /// The delay element's counters, over every link direction.

@@ -205,6 +205,23 @@ pub(super) fn tables(s: &Summary) -> Vec<Table> {
                 format!("{:.3}", e.wall_clock_step_ms),
             ]],
         });
+        if !e.windows.is_empty() {
+            out.push(Table {
+                title: "The machine in each report window".to_owned(),
+                headers: vec!["window", "CPU busy %", "CPU stolen %"],
+                rows: e
+                    .windows
+                    .iter()
+                    .map(|w| {
+                        vec![
+                            format!("[{}, {}) s", w.from_s, w.to_s),
+                            opt(w.cpu_busy_share.map(|v| v * 100.0), 1),
+                            opt(w.stolen_cpu_share.map(|v| v * 100.0), 2),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
     }
     out
 }
