@@ -20,6 +20,10 @@
 //! that test needs GStreamer (`gst-launch-1.0` with rtpbin, x264enc and
 //! the H.264 payloaders) and ffprobe, and is skipped without them unless
 //! `MESHCAST_REQUIRE_GSTREAMER` is set (CI sets it and installs them).
+//! So does an H.264 encoder that follows the rate A offers
+//! (`an_encoder_that_follows_the_offered_rate_gets_its_pictures_through`,
+//! `tools/gst_follow_rate.py`), which also needs Python's GStreamer
+//! bindings.
 
 use serde_json::Value;
 use std::io::{Read as _, Write as _};
@@ -675,6 +679,52 @@ struct LateRun {
     b: Value,
 }
 
+/// A GStreamer receiver of H.264 from a node: rtpbin with feedback, its
+/// RTP on `output`, the sender's reports on `output_rtcp`, its own RTCP
+/// (PLIs: its depayloader asks for a keyframe when its stream cannot be
+/// decoded) to the node's `rtcp_listen`, the stream written to `file`.
+fn gst_receiver(output: u16, output_rtcp: u16, rtcp: u16, file: &Path) -> Child {
+    Command::new("gst-launch-1.0")
+        .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
+        .arg(format!("port={output}"))
+        .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
+        .args(["!", "r.recv_rtp_sink_0", "udpsrc"])
+        .arg(format!("port={output_rtcp}"))
+        .args(["!", "r.recv_rtcp_sink_0", "r.", "!"])
+        .args(["rtph264depay", "request-keyframe=true", "!"])
+        .args(["video/x-h264,stream-format=byte-stream", "!", "filesink"])
+        .arg(format!("location={}", file.display()))
+        .args(["r.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
+        .arg(format!("port={rtcp}"))
+        .args(["sync=false", "async=false"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gst-launch-1.0 runs")
+}
+
+/// The frames of an H.264 byte stream that decode (ffprobe), and how many
+/// of them are keyframes.
+fn h264_frames(file: &Path) -> (usize, usize) {
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "frame=key_frame",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .expect("ffprobe runs");
+    // One line per decoded frame: 1 for a keyframe.
+    let lines = String::from_utf8_lossy(&probe.stdout).to_string();
+    let frames = lines.lines().filter(|l| !l.trim().is_empty()).count();
+    let keyframes = lines.lines().filter(|l| l.trim() == "1").count();
+    (frames, keyframes)
+}
+
 /// GStreamer's H.264 stream (x264, 300 kbit/s, a keyframe only at the
 /// start) from A to B, whose receiver starts 3 s after the encoder and
 /// writes what it depayloads for 6 s. Its RTP stack answers with RTCP to
@@ -754,48 +804,15 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         .spawn()
         .expect("gst-launch-1.0 runs");
     std::thread::sleep(Duration::from_secs(3));
-    // The receiver: rtpbin with feedback; its depayloader asks for a
-    // keyframe when its stream cannot be decoded.
     let recv = d.join("recv.h264");
-    let receiver = Command::new("gst-launch-1.0")
-        .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
-        .arg(format!("port={output}"))
-        .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
-        .args(["!", "r.recv_rtp_sink_0", "udpsrc"])
-        .arg(format!("port={output_rtcp}"))
-        .args(["!", "r.recv_rtcp_sink_0", "r.", "!"])
-        .args(["rtph264depay", "request-keyframe=true", "!"])
-        .args(["video/x-h264,stream-format=byte-stream", "!", "filesink"])
-        .arg(format!("location={}", recv.display()))
-        .args(["r.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
-        .arg(format!("port={rtcp}"))
-        .args(["sync=false", "async=false"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gst-launch-1.0 runs");
+    let receiver = gst_receiver(output, output_rtcp, rtcp, &recv);
     std::thread::sleep(Duration::from_secs(6));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
     stop(&sender);
     let sent = sender.wait_with_output().expect("the sender ends");
     let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
-    // One line per decoded frame: 1 for a keyframe.
-    let probe = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "frame=key_frame",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(&recv)
-        .output()
-        .expect("ffprobe runs");
-    let lines = String::from_utf8_lossy(&probe.stdout).to_string();
-    let frames = lines.lines().filter(|l| !l.trim().is_empty()).count();
-    let keyframes = lines.lines().filter(|l| l.trim() == "1").count();
+    let (frames, keyframes) = h264_frames(&recv);
     eprintln!(
         "asking the encoder {ask_encoder}: decoded {frames} frames, {keyframes} keyframes; A: {} {}; B: {} {}",
         sa["net"], sa["peer"], sb["net"], sb["peer"]
@@ -855,4 +872,178 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     assert_eq!(r.a["net"]["encoder_reports"], 0);
     assert_eq!(r.b["net"]["rtcp_out"], 0);
     assert_eq!((r.frames, r.keyframes), (0, 0));
+}
+
+/// A Python whose GStreamer bindings load (Debian's `python3-gi` and
+/// `gir1.2-gstreamer-1.0` are for the system's own `/usr/bin/python3`,
+/// which may not be the first `python3` on the path).
+fn gi_python() -> Option<&'static str> {
+    let python = ["python3", "/usr/bin/python3"].into_iter().find(|p| {
+        runs(
+            p,
+            &[
+                "-c",
+                "import gi; gi.require_version('Gst', '1.0'); from gi.repository import Gst",
+            ],
+        )
+    });
+    needed(
+        python.is_some() && have_gstreamer(),
+        "MESHCAST_REQUIRE_GSTREAMER",
+        "Python's GStreamer bindings (python3-gi, gir1.2-gstreamer-1.0)",
+        "rate-following encoder",
+    )
+    .then_some(python)
+    .flatten()
+}
+
+/// One run of `tools/gst_follow_rate.py` into A, B's receiver decoding.
+struct FollowRun {
+    /// The sender's own record (its JSON line).
+    sender: Value,
+    frames: usize,
+    a: Value,
+}
+
+/// `tools/gst_follow_rate.py` (x264 at 600 kbit/s to start, of
+/// `videotestsrc pattern=snow`, which no encoder compresses under its
+/// bitrate) sends 10 s from A to B with the session capped at 350 kbit/s;
+/// it follows A's REMBs unless `fixed`. B's GStreamer receiver writes what
+/// it depayloads.
+fn follow_rate(python: &str, fixed: bool) -> FollowRun {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let [
+        a,
+        b,
+        input,
+        encoder_rtcp,
+        encoder_sr,
+        output,
+        output_rtcp,
+        rtcp,
+    ] = free_ports(8, false)[..]
+    else {
+        unreachable!()
+    };
+    let common = pair(a, b, 350, "");
+    let node_a = node(
+        d,
+        "A",
+        &format!(
+            "id = \"A\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\nencoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\ninput_rtcp = \"127.0.0.1:{encoder_sr}\"\n"
+        ),
+    );
+    let node_b = node(
+        d,
+        "B",
+        &format!(
+            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n[media.output_rtcp]\nA = \"127.0.0.1:{output_rtcp}\"\n"
+        ),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let recv = d.join("recv.h264");
+    let receiver = gst_receiver(output, output_rtcp, rtcp, &recv);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/gst_follow_rate.py");
+    let mut sender = Command::new(python);
+    sender
+        .arg(&script)
+        .args(["--to", &format!("127.0.0.1:{input}")])
+        .args(["--rtcp", &format!("127.0.0.1:{encoder_rtcp}")])
+        .args(["--reports", &format!("127.0.0.1:{encoder_sr}")])
+        .args([
+            "--start-kbps",
+            "600",
+            "--pattern",
+            "snow",
+            "--seconds",
+            "10",
+        ]);
+    if fixed {
+        sender.arg("--fixed");
+    }
+    let sent = sender.output().expect("the sender runs");
+    stop(&receiver);
+    let received = receiver.wait_with_output().expect("the receiver ends");
+    let [sa, _] = ended_well(d, [("A", node_a), ("B", node_b)]);
+    assert!(
+        sent.status.success(),
+        "sender: {}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let record: Value = serde_json::from_slice(&sent.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the sender's record: {e}: {}",
+            String::from_utf8_lossy(&sent.stdout)
+        )
+    });
+    let (frames, _) = h264_frames(&recv);
+    eprintln!(
+        "fixed {fixed}: decoded {frames} frames; sender {record}; A stale {} net {}",
+        sa["peer"]["stale_media"], sa["net"]
+    );
+    if frames == 0 {
+        eprintln!("receiver: {}", String::from_utf8_lossy(&received.stderr));
+    }
+    FollowRun {
+        sender: record,
+        frames,
+        a: sa,
+    }
+}
+
+/// A real encoder that follows the offered rate (docs/node.md, "An
+/// encoder that follows the offered rate"). The session starts at 20
+/// kbit/s and climbs to its cap of 350; x264 set to 600 and driven by A's
+/// REMBs (`tools/gst_follow_rate.py`) drops at the first to what is
+/// offered and climbs with it to 0.9 of the cap, and its stream decodes
+/// almost whole; the same encoder held at 600 loses most of its units at
+/// A (stale: they wait past the slack) and most of its pictures.
+#[test]
+fn an_encoder_that_follows_the_offered_rate_gets_its_pictures_through() {
+    let Some(python) = gi_python() else {
+        return;
+    };
+    let f = follow_rate(python, false);
+    let rembs = f.sender["rembs"].as_u64().expect("rembs");
+    let last = f.sender["last_remb_kbps"].as_f64().expect("a REMB");
+    assert!(rembs >= 5, "{}", f.sender);
+    // All A sent but those after the sender stopped (one a second).
+    let told = f.a["net"]["encoder_rate_reports"].as_u64().expect("REMBs");
+    assert!(
+        (rembs..=rembs + 2).contains(&told),
+        "{told} sent, {rembs} taken"
+    );
+    // The offer reached the cap (a REMB rounds its rate down).
+    assert!((340.0..=350.0).contains(&last), "{}", f.sender);
+    let set: Vec<(f64, u64)> = f.sender["bitrates"]
+        .as_array()
+        .expect("bitrates")
+        .iter()
+        .map(|b| (b[0].as_f64().expect("time"), b[1].as_u64().expect("kbit/s")))
+        .collect();
+    // Down to the start's offer at the first REMB, then up with it, to
+    // 0.9 of the last.
+    assert_eq!(set[0], (0.0, 600), "{set:?}");
+    assert!(set[1].1 < 100, "{set:?}");
+    assert!(set.len() >= 6, "{set:?}");
+    let end = set.last().expect("the start at least").1 as f64;
+    assert!((end - 0.9 * last).abs() <= 1.0, "{set:?}");
+    let stale = f.a["peer"]["stale_media"].as_u64().expect("stale");
+    // 10 s at 25 frames a second.
+    assert!(f.frames >= 200, "decoded {}", f.frames);
+    let held = follow_rate(python, true);
+    assert_eq!(held.sender["bitrates"].as_array().map(Vec::len), Some(1));
+    assert!(held.sender["rembs"].as_u64() >= Some(5), "{}", held.sender);
+    let held_stale = held.a["peer"]["stale_media"].as_u64().expect("stale");
+    assert!(
+        held_stale >= 4 * stale.max(10),
+        "{held_stale} against {stale}"
+    );
+    assert!(
+        held.frames * 2 <= f.frames,
+        "{} against {}",
+        held.frames,
+        f.frames
+    );
 }
