@@ -126,6 +126,8 @@ pub(crate) struct RawConference {
     resume: Option<Spanned<f64>>,
     start_resume: Option<Spanned<f64>>,
     rebound: Option<Spanned<f64>>,
+    rebound_steady: Option<bool>,
+    drain_hold: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -441,6 +443,12 @@ pub(crate) fn check(
     }
     if let Some(v) = fraction(&raw.rebound, "conference.rebound")? {
         params.rebound = v;
+    }
+    if let Some(r) = raw.rebound_steady {
+        params.rebound_steady = r;
+    }
+    if let Some(v) = non_negative(&raw.drain_hold, "conference.drain_hold")? {
+        params.drain_hold = v;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

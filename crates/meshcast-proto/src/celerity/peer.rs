@@ -758,6 +758,41 @@ pub struct CelerityParams {
     /// 14 s). On the random underlays it acts on a handful and leaves their
     /// figures within noise (docs/celerity.md, "The rebound").
     pub rebound: f64,
+    /// The rebound on a steady queue: the rebound also counts a link calm
+    /// while its queue does not grow (its trend at most 0) and it loses
+    /// nothing, and steps at quick start's gain only while the session's
+    /// rate there is under [`REBOUND_DELIVERY`] times what the link
+    /// delivers of it (smoothed, [`DELIVERY_SMOOTHING`]). `false` keeps
+    /// the rebound to a link whose price is under [`SPARE_PRICE`] of
+    /// `U′`.
+    ///
+    /// After a link's capacity falls, its data packets' base delay keeps
+    /// the old, shorter serialisation for up to ten minutes (the base is a
+    /// windowed minimum, `base_delay.rs`), so the tail reads the
+    /// difference as a standing queue that never drains (27 ms after 600
+    /// → 250 kbit/s), the price stays above a tenth of `U′`, and the
+    /// session that fell climbs back at rule (10)'s few percent a second.
+    /// A queue that stays as it is while the rate climbs is no congestion;
+    /// the delivery bound keeps the quick steps from carrying the rate far
+    /// past what the narrower link carries (docs/celerity.md, "A link that
+    /// narrows").
+    pub rebound_steady: bool,
+    /// Holding while a queue drains: outside the quick-start windows, a
+    /// link whose queue (the interval's mean) is at least
+    /// [`DRAIN_HOLD_QUEUE`] does not cut a session whose delivery over it
+    /// (smoothed, [`DELIVERY_SMOOTHING`]) is above `1 + drain_hold` times
+    /// its rate there; 0 turns it off.
+    ///
+    /// The queue a tail measures is that of packets sent a queue's time
+    /// ago. When a link's capacity falls the queue grows for as long as
+    /// the cuts take to reach the head and to pass the queue, and rule
+    /// (10) cuts 30% an interval all that while: after 600 → 250 kbit/s
+    /// the two-member link's queue read 950 ms and its sessions fell to 2
+    /// kbit/s, where they stayed for half a minute. A session whose link
+    /// delivers well above its rate is already draining the queue: what
+    /// arrives was sent before the cuts (docs/celerity.md, "A link that
+    /// narrows").
+    pub drain_hold: f64,
     /// News of a link elsewhere: on Celerity's own trees, a neighbour's
     /// [`Control::Reach`] that no longer lists a member this peer still
     /// hears directly (a link between them went down) opens a quick-start
@@ -1043,6 +1078,29 @@ pub const REBOUND_PEAK_DECAY: f64 = 0.98;
 /// for good).
 pub const REBOUND_HOLD: Duration = Duration::from_secs(30);
 
+/// See [`CelerityParams::rebound_steady`]: on a steady queue the rebound
+/// steps at quick start's gain only while a session's rate on the link is
+/// under this many times the link's smoothed delivery of it. The delivery
+/// saturates at what the narrower link carries, so the quick steps stop
+/// near it. At 1.3 they ran past it: on the link that fell from 600 to
+/// 250 kbit/s the sessions were back at 235–246 at 79 s, then the queue
+/// passed the bound again and they fell to 33 at 86 s and took 30 s more
+/// (and twice as long to come back from 300 or 350); at 1.05 they stayed
+/// at 235–246 from 80 s on.
+pub const REBOUND_DELIVERY: f64 = 1.05;
+
+/// See [`CelerityParams::drain_hold`]: the queue (s) from which a link
+/// holds a session whose delivery is above its rate. The dumbbell's and
+/// the random underlays' links settle at well under it (their queues'
+/// swings included), so the hold acts after a fall in capacity, not in
+/// an equilibrium's ripples: held at any queue, the core seeds 1–30 lost
+/// 0.006 of their worst session's fraction on average.
+pub const DRAIN_HOLD_QUEUE: f64 = 0.1;
+
+/// See [`CelerityParams::drain_hold`]: a link's delivery of a session,
+/// smoothed by this weight of each interval's.
+pub const DELIVERY_SMOOTHING: f64 = 0.5;
+
 /// See [`CelerityParams::spare`]: a link lends spare rate to a session only
 /// while its price is below this fraction of the session's `U′`. The same
 /// bound says when a link is calm enough for quick start to resume
@@ -1302,6 +1360,8 @@ impl Default for CelerityParams {
             start_resume: 0.9,
             fresh_exit: true,
             rebound: 0.8,
+            rebound_steady: true,
+            drain_hold: 0.3,
             reach_news: true,
             scale_in_windows: false,
             burst_wait: true,
@@ -1878,6 +1938,12 @@ struct Incoming {
     /// certain to come late (see [`CelerityParams::late_loss`]), and that
     /// fraction averaged over about a second.
     session_packets: [u32; MAX_PARTICIPANTS],
+    /// Each session's IP bytes over the link this control interval.
+    session_bytes: [u64; MAX_PARTICIPANTS],
+    /// Each session's delivery over the link, kbit/s, smoothed over the
+    /// intervals ([`DELIVERY_SMOOTHING`]; see
+    /// [`CelerityParams::drain_hold`]).
+    delivered: [f64; MAX_PARTICIPANTS],
     session_late: [u32; MAX_PARTICIPANTS],
     late_loss: [f64; MAX_PARTICIPANTS],
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
@@ -2391,6 +2457,7 @@ impl CelerityPeer {
             ("balance", p.balance),
             ("share_guard", p.share_guard),
             ("gain_floor", p.gain_floor),
+            ("drain_hold", p.drain_hold),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(ConfigError::Param(format!("{name} must be a number >= 0")));
@@ -2435,6 +2502,8 @@ impl CelerityPeer {
             reach_slow: 0.0,
             forecast_late: 0,
             session_packets: [0; MAX_PARTICIPANTS],
+            session_bytes: [0; MAX_PARTICIPANTS],
+            delivered: [0.0; MAX_PARTICIPANTS],
             session_late: [0; MAX_PARTICIPANTS],
             late_loss: [0.0; MAX_PARTICIPANTS],
             peak: [0.0; MAX_PARTICIPANTS],
@@ -2990,6 +3059,8 @@ impl CelerityPeer {
             0.0
         };
         let rebound_gain = self.cfg.params.quick_start_gain;
+        let (rebound_steady, drain_hold) =
+            (self.cfg.params.rebound_steady, self.cfg.params.drain_hold);
         let rebound_hold = (REBOUND_HOLD.as_secs_f64() / interval).round() as u32;
         // Late packets as the session's loss (see
         // `CelerityParams::late_loss`): Celerity's own trees only.
@@ -3225,6 +3296,8 @@ impl CelerityPeer {
             // paper's, and the step scales with the rate so the same
             // κ works at kbit/s and Mbit/s.
             let c = inc.rates[m];
+            let arrived = inc.session_bytes[m] as f64 * 8.0 / 1e3 / interval;
+            inc.delivered[m] += DELIVERY_SMOOTHING * (arrived - inc.delivered[m]);
             let scale = c.max(c0);
             // The session's own rate R = β/U′ − δ, once it has a U′ (its
             // own, not the gain floor's).
@@ -3302,8 +3375,14 @@ impl CelerityPeer {
             // The landing (see `CelerityParams::landing_gain`): in the
             // start's window, the interval that ends the link's quick
             // start, for a session whose own signal ended it.
+            // On a steady queue (see `CelerityParams::rebound_steady`):
+            // calm while the queue does not grow and nothing is lost, at
+            // quick steps only up to what the link delivers.
+            let steady = rebound_steady && !window && inc.qtrend <= 0.0 && inc.loss == 0.0;
+            let delivers = !rebound_steady || c < REBOUND_DELIVERY * inc.delivered[m];
             let q = if rebound > 0.0
-                && calm
+                && (calm || steady)
+                && delivers
                 && inc.late_loss[m] < DRIFT_LATE
                 && gradient > 0.0
                 && inc.fell_from[m] > 0.0
@@ -3328,6 +3407,16 @@ impl CelerityPeer {
             // held back elsewhere, or whose cut news is late, grows
             // without bound and later has to fall all the way back.
             if step > 0.0 && own.is_some_and(|r| c > 2.0 * r + c0) {
+                step = 0.0;
+            }
+            // Holding while the queue drains (see
+            // `CelerityParams::drain_hold`).
+            if step < 0.0
+                && drain_hold > 0.0
+                && !window
+                && inc.qdelay >= DRAIN_HOLD_QUEUE
+                && inc.delivered[m] > (1.0 + drain_hold) * c
+            {
                 step = 0.0;
             }
             inc.rates[m] = (c + step).max(0.0);
@@ -3510,6 +3599,7 @@ impl CelerityPeer {
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
                     inc.peak = [0.0; MAX_PARTICIPANTS];
                     inc.fell_from = [0.0; MAX_PARTICIPANTS];
+                    inc.delivered = [0.0; MAX_PARTICIPANTS];
                 }
                 inc.rates = [0.0; MAX_PARTICIPANTS];
             } else {
@@ -3541,6 +3631,7 @@ impl CelerityPeer {
             inc.reach_max = 0.0;
             inc.forecast_late = 0;
             inc.session_packets = [0; MAX_PARTICIPANTS];
+            inc.session_bytes = [0; MAX_PARTICIPANTS];
             inc.session_late = [0; MAX_PARTICIPANTS];
             inc.age_n = 0;
             // Tell the head when something moved, and every heartbeat.
@@ -5252,6 +5343,7 @@ impl Endpoint for CelerityPeer {
                         inc.reach_max = inc.reach_max.max(forecast - queued);
                     }
                     inc.session_packets[session] += 1;
+                    inc.session_bytes[session] += payload.len() as u64 + u64::from(IP_UDP_OVERHEAD);
                     inc.session_late[session] += u32::from(lost);
                 }
                 for c in control {

@@ -677,7 +677,9 @@ fn rule_ten_steps_at_the_settled_step_in_the_climb() {
 /// `REBOUND_FALL` of its recent peak (a peak of at least `REBOUND_SHARE` of
 /// its own rate) steps at quick start's gain while the link is calm and
 /// rule (10) raises it, until it is back at `rebound` times that peak.
-/// Within the windows, on a link that is not calm or over which
+/// A steady queue counts as calm (`CelerityParams::rebound_steady`) while
+/// the link delivers the session's rate. Within the windows, on a link
+/// that is not calm or over which
 /// `DRIFT_LATE` of its packets come late, past the rebound's fraction,
 /// after a fall from a thin link's peak, with `rebound` 0 and on the
 /// Mutualcast baseline's trees it steps at κ.
@@ -686,23 +688,36 @@ fn a_session_that_fell_rebounds_on_a_calm_link() {
     // Session 2 on link 1 → 0 (its cut across the link, `U′` 0.1 s: its
     // own rate 170 kbit/s) at `peak` for one interval, then at half that
     // for one, then set to `rate` with `queue` seconds of standing queue:
-    // its step in that third interval.
-    let late_step_after =
-        |c: &CelerityConfig, window: bool, peak: f64, rate: f64, queue: f64, late: f64| {
+    // its step in that third interval. The link delivers what the session
+    // sends, `delivery` times that in the third interval, whose queue has
+    // just grown from none when `grown` (else it stood the interval
+    // before: `measured`'s steady queue).
+    let delivered_step_after =
+        |c: &CelerityConfig,
+         window: bool,
+         (peak, rate): (f64, f64),
+         (queue, late, delivery, grown): (f64, f64, f64, bool)| {
             let mut peer = crossing_peer(c);
             peer.incoming[1].late_loss[2] = late;
             let phase = settled().window(window);
+            let bytes = |kbps: f64| (kbps * 1e3 / 8.0 * phase.interval) as u64;
             for r in [peak, peak / 2.0] {
                 let inc = &mut peer.incoming[1];
                 inc.rates[2] = r;
+                inc.session_bytes[2] = bytes(r);
                 measured(inc, 0.0, true);
                 peer.update_rates(1, phase);
             }
             let inc = &mut peer.incoming[1];
             inc.rates[2] = rate;
-            measured(inc, queue, true);
+            inc.session_bytes[2] = bytes(delivery * rate);
+            measured(inc, queue, !grown);
             peer.update_rates(1, phase);
             peer.incoming[1].rates[2] - rate
+        };
+    let late_step_after =
+        |c: &CelerityConfig, window: bool, peak: f64, rate: f64, queue: f64, late: f64| {
+            delivered_step_after(c, window, (peak, rate), (queue, late, 1.0, false))
         };
     let step_after = |c: &CelerityConfig, window: bool, peak: f64, rate: f64, queue: f64| {
         late_step_after(c, window, peak, rate, queue, 0.0)
@@ -718,11 +733,25 @@ fn a_session_that_fell_rebounds_on_a_calm_link() {
         step_after_fall(&c, false, 100.0, 0.0),
         gain * step * 100.0
     ));
-    // A 20-ms queue is not calm (10% of `U′`): gradient 0.8 at κ.
-    assert!(close(
-        step_after_fall(&c, false, 100.0, 0.02),
-        step * 100.0 * 0.8
-    ));
+    // A 20-ms queue (10% of `U′`) that does not grow, with nothing lost:
+    // not calm by its price, but a steady queue (see
+    // `CelerityParams::rebound_steady`), so gradient 0.8 at quick start's
+    // gain as long as the link delivers the session's rate (over
+    // 1/`REBOUND_DELIVERY` of it), else at κ; a growing one, or without
+    // the rule, at κ.
+    let queued = |c: &CelerityConfig, delivery: f64, grown: bool| {
+        delivered_step_after(c, false, (200.0, 100.0), (0.02, 0.0, delivery, grown))
+    };
+    assert!(c.params.rebound_steady);
+    assert!(close(queued(&c, 1.0, false), gain * step * 100.0 * 0.8));
+    assert!(close(queued(&c, 0.9, false), step * 100.0 * 0.8));
+    let mut strict = c.clone();
+    strict.params.rebound_steady = false;
+    assert!(close(queued(&strict, 1.0, false), step * 100.0 * 0.8));
+    // The grown queue's trend is in its price too: the step is small,
+    // and the same as without the rule.
+    assert!(queued(&c, 1.0, true) < step * 100.0);
+    assert!(close(queued(&c, 1.0, true), queued(&strict, 1.0, true)));
     // Back at 0.8 of the peak (the peak 203 kbit/s, decayed once): κ.
     assert!(close(step_after_fall(&c, false, 170.0, 0.0), step * 170.0));
     // A fall from a peak under `REBOUND_SHARE` of the session's own rate
@@ -754,6 +783,43 @@ fn a_session_that_fell_rebounds_on_a_calm_link() {
     let mut bad = c;
     bad.params.rebound = 1.5;
     assert!(CelerityPeer::new(bad).is_err());
+}
+
+/// Holding while a queue drains (`CelerityParams::drain_hold`): outside
+/// the windows, on a link whose queue reads at least `DRAIN_HOLD_QUEUE`,
+/// a session whose link delivers more than `1 + drain_hold` times its
+/// rate there is not cut. One delivered at its rate, on a shorter queue,
+/// within a window or with `drain_hold = 0` is cut as rule (10) cuts it.
+#[test]
+fn a_draining_queue_holds_the_cuts() {
+    // Session 2 (`U′` 50 ms) at 100 kbit/s on link 1 → 0 with `queue`
+    // seconds of queue, the link delivering `delivery` times its rate:
+    // its step.
+    let step = |c: &CelerityConfig, window: bool, queue: f64, delivery: f64| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2] = known_session(0.05, 0b111, 0b110);
+        let phase = settled().window(window);
+        let inc = &mut peer.incoming[1];
+        inc.rates[2] = 100.0;
+        // It has delivered so for a while (the smoothed delivery).
+        inc.delivered[2] = delivery * 100.0;
+        inc.session_bytes[2] = (delivery * 100.0 * 1e3 / 8.0 * phase.interval) as u64;
+        measured(inc, queue, true);
+        peer.update_rates(1, phase);
+        peer.incoming[1].rates[2] - 100.0
+    };
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.drain_hold, 0.3);
+    assert_eq!(step(&c, false, 0.3, 2.0), 0.0);
+    assert!(step(&c, false, 0.3, 1.0) < 0.0);
+    assert!(step(&c, false, 0.3, 1.2) < 0.0);
+    assert!(step(&c, false, 0.9 * DRAIN_HOLD_QUEUE, 2.0) < 0.0);
+    assert!(step(&c, true, 0.3, 2.0) < 0.0);
+    let mut off = c.clone();
+    off.params.drain_hold = 0.0;
+    assert!(step(&off, false, 0.3, 2.0) < 0.0);
+    off.params.drain_hold = -0.1;
+    assert!(CelerityPeer::new(off).is_err());
 }
 
 /// The climb (`CelerityParams::climb`) lasts `climb` past the end of each
