@@ -781,7 +781,8 @@ pub struct CelerityParams {
     /// link whose queue (the interval's mean) is at least
     /// [`DRAIN_HOLD_QUEUE`] does not cut a session whose delivery over it
     /// (smoothed, [`DELIVERY_SMOOTHING`]) is above `1 + drain_hold` times
-    /// its rate there; 0 turns it off.
+    /// its rate there; 0 turns it off. On every model's trees, the
+    /// baselines' too: it mends rule (10), which they share.
     ///
     /// The queue a tail measures is that of packets sent a queue's time
     /// ago. When a link's capacity falls the queue grows for as long as
