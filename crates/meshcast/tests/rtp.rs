@@ -679,6 +679,77 @@ struct LateRun {
     b: Value,
 }
 
+/// The loopback ports of a GStreamer sender into A and a receiver out of
+/// B ([`gst_nodes`]).
+struct GstPorts {
+    /// A's `input`, for the sender's RTP.
+    input: u16,
+    /// The sender's RTCP port: A's `encoder_rtcp`.
+    encoder_rtcp: u16,
+    /// A's `input_rtcp`, for the sender's reports.
+    encoder_sr: u16,
+    /// B's output for A's session: the receiver's RTP port.
+    output: u16,
+    /// B's `output_rtcp` for A: the receiver's RTCP port.
+    output_rtcp: u16,
+    /// B's `rtcp_listen`, for the receiver's RTCP.
+    rtcp: u16,
+}
+
+/// Nodes A and B on loopback (the session capped at `max_rate_kbps`) for
+/// a GStreamer sender into A and a receiver out of B, which listens for
+/// its receiver's RTCP. With `feedback` A sends its keyframe requests and
+/// REMBs to the sender's RTCP port and takes its reports, which B hands to
+/// the receiver's RTCP port; without, A has neither and the reports go
+/// nowhere.
+fn gst_nodes(d: &Path, max_rate_kbps: u32, feedback: bool) -> (GstPorts, Child, Child) {
+    let [
+        a,
+        b,
+        input,
+        encoder_rtcp,
+        encoder_sr,
+        output,
+        output_rtcp,
+        rtcp,
+    ] = free_ports(8, false)[..]
+    else {
+        unreachable!()
+    };
+    let common = pair(a, b, max_rate_kbps, "");
+    let (asking, reports) = if feedback {
+        (
+            format!(
+                "encoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\ninput_rtcp = \"127.0.0.1:{encoder_sr}\"\n"
+            ),
+            format!("[media.output_rtcp]\nA = \"127.0.0.1:{output_rtcp}\"\n"),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    let node_a = node(
+        d,
+        "A",
+        &format!("id = \"A\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\n{asking}"),
+    );
+    let node_b = node(
+        d,
+        "B",
+        &format!(
+            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n{reports}"
+        ),
+    );
+    let ports = GstPorts {
+        input,
+        encoder_rtcp,
+        encoder_sr,
+        output,
+        output_rtcp,
+        rtcp,
+    };
+    (ports, node_a, node_b)
+}
+
 /// A GStreamer receiver of H.264 from a node: rtpbin with feedback, its
 /// RTP on `output`, the sender's reports on `output_rtcp`, its own RTCP
 /// (PLIs: its depayloader asks for a keyframe when its stream cannot be
@@ -735,42 +806,18 @@ fn h264_frames(file: &Path) -> (usize, usize) {
 fn late_receiver(ask_encoder: bool) -> LateRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let [
-        a,
-        b,
-        input,
-        encoder_rtcp,
-        encoder_sr,
-        output,
-        output_rtcp,
-        rtcp,
-    ] = free_ports(8, false)[..]
-    else {
-        unreachable!()
-    };
-    let common = pair(a, b, 800, "");
-    let (asking, reports) = if ask_encoder {
-        (
-            format!(
-                "encoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\ninput_rtcp = \"127.0.0.1:{encoder_sr}\"\n"
-            ),
-            format!("[media.output_rtcp]\nA = \"127.0.0.1:{output_rtcp}\"\n"),
-        )
-    } else {
-        (String::new(), String::new())
-    };
-    let node_a = node(
-        d,
-        "A",
-        &format!("id = \"A\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\n{asking}"),
-    );
-    let node_b = node(
-        d,
-        "B",
-        &format!(
-            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n{reports}"
-        ),
-    );
+    let (
+        GstPorts {
+            input,
+            encoder_rtcp,
+            encoder_sr,
+            output,
+            output_rtcp,
+            rtcp,
+        },
+        node_a,
+        node_b,
+    ) = gst_nodes(d, 800, ask_encoder);
     std::thread::sleep(Duration::from_secs(1));
     // The sender: rtpbin with feedback (AVPF), its sender reports to A's
     // `input_rtcp` (or nobody), its RTCP in on the encoder's port.
@@ -913,34 +960,18 @@ struct FollowRun {
 fn follow_rate(python: &str, fixed: bool) -> FollowRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let [
-        a,
-        b,
-        input,
-        encoder_rtcp,
-        encoder_sr,
-        output,
-        output_rtcp,
-        rtcp,
-    ] = free_ports(8, false)[..]
-    else {
-        unreachable!()
-    };
-    let common = pair(a, b, 350, "");
-    let node_a = node(
-        d,
-        "A",
-        &format!(
-            "id = \"A\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\nencoder_rtcp = \"127.0.0.1:{encoder_rtcp}\"\ninput_rtcp = \"127.0.0.1:{encoder_sr}\"\n"
-        ),
-    );
-    let node_b = node(
-        d,
-        "B",
-        &format!(
-            "id = \"B\"\n{common}[media]\nrtcp_listen = \"127.0.0.1:{rtcp}\"\n[media.output]\nA = \"127.0.0.1:{output}\"\n[media.output_rtcp]\nA = \"127.0.0.1:{output_rtcp}\"\n"
-        ),
-    );
+    let (
+        GstPorts {
+            input,
+            encoder_rtcp,
+            encoder_sr,
+            output,
+            output_rtcp,
+            rtcp,
+        },
+        node_a,
+        node_b,
+    ) = gst_nodes(d, 350, true);
     std::thread::sleep(Duration::from_secs(1));
     let recv = d.join("recv.h264");
     let receiver = gst_receiver(output, output_rtcp, rtcp, &recv);
