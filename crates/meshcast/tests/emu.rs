@@ -580,8 +580,9 @@ fn the_steady_dumbbell_for_real_matches_the_simulator() {
     // (within a packet over the 80 s and the reads' stamps), and the
     // offices' link, which the four sessions share, ran full whenever the
     // machine ran. While the hypervisor has a CPU nothing on it runs, the
-    // kernel's shaper included, whose bucket holds one frame and so cannot
-    // make the time up. A CI run's E->F read 0.982 (its sessions
+    // kernel's shaper included, whose bucket holds one frame (26.7 ms at
+    // 480 kbit/s): a longer stop is time the link does not carry. A CI
+    // run's E->F read 0.982 (its sessions
     // 224.6-226.7 kbit/s, within 15% as below; what the hypervisor took
     // was not yet shown) where this machine's runs, with nothing stolen,
     // read 0.9998-1.0002 beside one or three busy processes and with a

@@ -207,7 +207,7 @@ pub fn warnings(s: &EmulationSummary) -> Vec<String> {
         out.push(format!(
             "the machine's hypervisor took {:.1}% of its CPU time during the run \
              ({:.1}% in the worst second{windows}): nothing runs while it does, so \
-             links' delays and nodes' timers stretched, and a link's queue waits",
+             links' delays and nodes' timers stretched and busy links carried less",
             run * 100.0,
             second * 100.0
         ));
