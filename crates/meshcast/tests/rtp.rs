@@ -806,18 +806,7 @@ fn h264_frames(file: &Path) -> (usize, usize) {
 fn late_receiver(ask_encoder: bool) -> LateRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let (
-        GstPorts {
-            input,
-            encoder_rtcp,
-            encoder_sr,
-            output,
-            output_rtcp,
-            rtcp,
-        },
-        node_a,
-        node_b,
-    ) = gst_nodes(d, 800, ask_encoder);
+    let (p, node_a, node_b) = gst_nodes(d, 800, ask_encoder);
     std::thread::sleep(Duration::from_secs(1));
     // The sender: rtpbin with feedback (AVPF), its sender reports to A's
     // `input_rtcp` (or nobody), its RTCP in on the encoder's port.
@@ -840,11 +829,11 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
             "s.send_rtp_sink_0",
         ])
         .args(["s.send_rtp_src_0", "!", "udpsink", "host=127.0.0.1"])
-        .arg(format!("port={input}"))
+        .arg(format!("port={}", p.input))
         .args(["s.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
-        .arg(format!("port={encoder_sr}"))
+        .arg(format!("port={}", p.encoder_sr))
         .args(["sync=false", "async=false", "udpsrc"])
-        .arg(format!("port={encoder_rtcp}"))
+        .arg(format!("port={}", p.encoder_rtcp))
         .args(["!", "s.recv_rtcp_sink_0"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -852,7 +841,7 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         .expect("gst-launch-1.0 runs");
     std::thread::sleep(Duration::from_secs(3));
     let recv = d.join("recv.h264");
-    let receiver = gst_receiver(output, output_rtcp, rtcp, &recv);
+    let receiver = gst_receiver(p.output, p.output_rtcp, p.rtcp, &recv);
     std::thread::sleep(Duration::from_secs(6));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
@@ -960,28 +949,17 @@ struct FollowRun {
 fn follow_rate(python: &str, fixed: bool) -> FollowRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let (
-        GstPorts {
-            input,
-            encoder_rtcp,
-            encoder_sr,
-            output,
-            output_rtcp,
-            rtcp,
-        },
-        node_a,
-        node_b,
-    ) = gst_nodes(d, 350, true);
+    let (p, node_a, node_b) = gst_nodes(d, 350, true);
     std::thread::sleep(Duration::from_secs(1));
     let recv = d.join("recv.h264");
-    let receiver = gst_receiver(output, output_rtcp, rtcp, &recv);
+    let receiver = gst_receiver(p.output, p.output_rtcp, p.rtcp, &recv);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/gst_follow_rate.py");
     let mut sender = Command::new(python);
     sender
         .arg(&script)
-        .args(["--to", &format!("127.0.0.1:{input}")])
-        .args(["--rtcp", &format!("127.0.0.1:{encoder_rtcp}")])
-        .args(["--reports", &format!("127.0.0.1:{encoder_sr}")])
+        .args(["--to", &format!("127.0.0.1:{}", p.input)])
+        .args(["--rtcp", &format!("127.0.0.1:{}", p.encoder_rtcp)])
+        .args(["--reports", &format!("127.0.0.1:{}", p.encoder_sr)])
         .args([
             "--start-kbps",
             "600",
