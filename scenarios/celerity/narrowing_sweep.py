@@ -1,7 +1,7 @@
 """How soon Celerity's sessions come back after their link narrows.
 
-    python3 scenarios/celerity/narrowing_sweep.py [--meshcast BIN]
-        [--at S] [--duration S] [--set KEY=VALUE ...] [KBPS ...]
+    python3 scenarios/celerity/narrowing_sweep.py [--meshcast BIN] [--jobs N]
+        [--at S] [--duration S] [--set KEY=VALUE ...] [--json FILE] [KBPS ...]
 
 Runs `scenarios/celerity/narrowing.toml` (two members over one link of
 600 kbit/s each way) with the link falling at `--at` (60 s) to each
@@ -11,16 +11,19 @@ lowest receiver's 1-s goodput is at 90% of its new rate (0.95 of the
 capacity, what the sessions carry of a link) for five seconds running,
 how many seconds from the fall on some receiver got nothing, and the
 lowest 1-s figure from five seconds after it came back to the end.
-`--set` is handed to every run (e.g. `--set conference.drain_hold=0`).
+`--set` is handed to every run (e.g. `--set conference.drain_hold=0`),
+`--jobs` runs N at a time (2), `--json` also writes every session's
+figures to FILE, and BIN is found as by score_underlays.py.
 docs/celerity.md, "A link that narrows", has the table this prints.
 """
 import argparse
-import csv
+import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from score_underlays import add_run_options, check_run_options, run_summary, sessions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO = os.path.join(HERE, "narrowing.toml")
@@ -32,64 +35,62 @@ BACK = 0.9
 RUN = 5
 
 
-def default_meshcast():
-    built = os.path.join(os.path.dirname(os.path.dirname(HERE)), "target", "release", "meshcast")
-    if os.access(built, os.X_OK):
-        return built
-    return shutil.which("meshcast")
+def point(meshcast, kbps, at, duration, sets, out_root):
+    """One run with the link falling to `kbps`: each session's figures."""
+    own = [f"event[0].capacity_kbps={kbps}", f"event[0].at_s={at}", f"duration_s={duration}",
+           # The scenario's window may not fit a shorter run.
+           f"report.window[0].from_s={min(90, duration - 1)}", f"report.window[0].to_s={duration}"]
+    summary = run_summary(meshcast, SCENARIO, own + sets, out_root)
+    mark = BACK * CARRIED * kbps
+    figures = {}
+    for f in sessions(summary):
+        s = {x["t_s"]: x["recv_kbps_min"] for x in f.get("series") or []}
+        back = next((t for t in range(at, duration - RUN + 1)
+                     if all(s.get(u, 0.0) >= mark for u in range(t, t + RUN))), None)
+        after = [s.get(t, 0.0) for t in range(back + RUN, duration)] if back is not None else []
+        figures[f["id"]] = {
+            "back_s": None if back is None else back - at,
+            "silent_s": sum(1 for t in range(at, duration) if s.get(t, 0.0) == 0.0),
+            "lowest_after": round(min(after) / (CARRIED * kbps), 3) if after else None,
+        }
+    return figures
 
 
-def series(meshcast, kbps, at, duration, sets):
-    """Each session's lowest receiver's goodput, second by second."""
-    with tempfile.TemporaryDirectory() as out:
-        args = [meshcast, "run", SCENARIO, "--json", "--out", out,
-                "--set", f"event[0].capacity_kbps={kbps}", "--set", f"event[0].at_s={at}",
-                "--set", f"duration_s={duration}",
-                # The scenario's window may not fit a shorter run.
-                "--set", f"report.window[0].from_s={min(90, duration - 1)}",
-                "--set", f"report.window[0].to_s={duration}"]
-        for s in sets:
-            args += ["--set", s]
-        done = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            sys.exit(f"meshcast run failed for {kbps} kbit/s: {done.stderr.strip()}")
-        got = {}
-        with open(os.path.join(out, "series.csv")) as f:
-            for r in csv.DictReader(f):
-                if r["entity"] == "flow" and r["metric"] == "recv_kbps_min":
-                    got.setdefault(r["id"], {})[int(float(r["t_s"]))] = float(r["value"])
-        return got
+def text(sid, f, span):
+    if f["back_s"] is None:
+        return f"{sid}: not back in {span} s, {f['silent_s']} s with nothing"
+    low = "" if f["lowest_after"] is None else f", lowest after {f['lowest_after']:.2f} of its rate"
+    return f"{sid}: back in {f['back_s']} s, {f['silent_s']} s with nothing{low}"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--meshcast", default=default_meshcast(), metavar="BIN")
+    add_run_options(ap)
     ap.add_argument("--at", type=int, default=60, metavar="S")
     ap.add_argument("--duration", type=int, default=180, metavar="S")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("kbps", nargs="*", type=int,
                     default=[500, 450, 400, 350, 300, 250, 200])
     a = ap.parse_args()
-    if not a.meshcast:
-        sys.exit("no meshcast binary: build it with `cargo build --release` or pass --meshcast")
+    check_run_options(a)
     if not 0 < a.at < a.duration:
         sys.exit("--at must be within the run")
     if any(k <= 0 for k in a.kbps):
         sys.exit("capacities must be positive")
-    for kbps in a.kbps:
-        mark = BACK * CARRIED * kbps
-        cells = []
-        for sid, s in sorted(series(a.meshcast, kbps, a.at, a.duration, a.set).items()):
-            back = next((t for t in range(a.at, a.duration - RUN + 1)
-                         if all(s.get(u, 0.0) >= mark for u in range(t, t + RUN))), None)
-            silent = sum(1 for t in range(a.at, a.duration) if s.get(t, 0.0) == 0.0)
-            if back is None:
-                cells.append(f"{sid}: not back in {a.duration - a.at} s, {silent} s with nothing")
-                continue
-            after = [s.get(t, 0.0) for t in range(back + RUN, a.duration)]
-            low = f", lowest after {min(after) / (CARRIED * kbps):.2f} of its rate" if after else ""
-            cells.append(f"{sid}: back in {back - a.at} s, {silent} s with nothing{low}")
-        print(f"600 -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
+    rows = {}
+    with tempfile.TemporaryDirectory() as out_root, ThreadPoolExecutor(a.jobs) as pool:
+        jobs = [pool.submit(point, a.meshcast, k, a.at, a.duration, a.set, out_root)
+                for k in a.kbps]
+        for kbps, job in zip(a.kbps, jobs):
+            try:
+                figures = job.result()
+            except RuntimeError as e:
+                sys.exit(str(e))
+            rows[kbps] = figures
+            cells = [text(sid, f, a.duration - a.at) for sid, f in sorted(figures.items())]
+            print(f"600 -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
+    if a.json:
+        with open(a.json, "w") as out:
+            json.dump({str(k): v for k, v in rows.items()}, out, indent=1)
 
 
 if __name__ == "__main__":

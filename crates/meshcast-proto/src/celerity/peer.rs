@@ -3287,6 +3287,10 @@ impl CelerityPeer {
             inc.ramping = false;
             inc.ramp_end = rates_before;
         }
+        // The rebound on a steady queue (see
+        // `CelerityParams::rebound_steady`): the link is calm for it while
+        // its queue does not grow and nothing is lost.
+        let steady = rebound_steady && !window && inc.qtrend <= 0.0 && inc.loss == 0.0;
         let trace = self.cfg.params.trace_control;
         let mut traced = Vec::new();
         for m in (0..self.n).filter(|&m| m != self.me && self.present[m]) {
@@ -3376,10 +3380,8 @@ impl CelerityPeer {
             // The landing (see `CelerityParams::landing_gain`): in the
             // start's window, the interval that ends the link's quick
             // start, for a session whose own signal ended it.
-            // On a steady queue (see `CelerityParams::rebound_steady`):
-            // calm while the queue does not grow and nothing is lost, at
-            // quick steps only up to what the link delivers.
-            let steady = rebound_steady && !window && inc.qtrend <= 0.0 && inc.loss == 0.0;
+            // On a steady queue (`steady`, above), at quick steps only up
+            // to what the link delivers.
             let delivers = !rebound_steady || c < REBOUND_DELIVERY * inc.delivered[m];
             let q = if rebound > 0.0
                 && (calm || steady)
