@@ -1,7 +1,8 @@
 """How soon Celerity's sessions come back after their link narrows.
 
     python3 scenarios/celerity/narrowing_sweep.py [--meshcast BIN] [--jobs N]
-        [--at S] [--duration S] [--set KEY=VALUE ...] [--json FILE] [KBPS ...]
+        [--dumbbell] [--at S] [--duration S] [--set KEY=VALUE ...]
+        [--json FILE] [KBPS ...]
 
 Runs `scenarios/celerity/narrowing.toml` (two members over one link of
 600 kbit/s each way) with the link falling at `--at` (60 s) to each
@@ -11,6 +12,11 @@ lowest receiver's 1-s goodput is at 90% of its new rate (0.95 of the
 capacity, what the sessions carry of a link) for five seconds running,
 how many seconds from the fall on some receiver got nothing, and the
 lowest 1-s figure from five seconds after it came back to the end.
+With `--dumbbell` it runs `scenarios/celerity/dumbbell-narrowing.toml`
+instead (four members, the offices' link E<->F of 480 kbit/s each way
+falling at 100 s, for 220 s, to 440 400 360 320 280 240 200 by
+default), where two sessions share each direction of the link: a
+session's new rate is 0.95 of half the capacity.
 `--set` is handed to every run (e.g. `--set conference.drain_hold=0`),
 `--jobs` runs N at a time (2), `--json` also writes every session's
 figures to FILE, and BIN is found as by score_underlays.py.
@@ -26,7 +32,13 @@ from concurrent.futures import ThreadPoolExecutor
 from score_underlays import add_run_options, check_run_options, run_summary, sessions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCENARIO = os.path.join(HERE, "narrowing.toml")
+# (scenario, its report windows, sessions sharing a direction of the
+# link, --at, --duration, capacities). The scenario's first event is the
+# fall.
+TWO = (os.path.join(HERE, "narrowing.toml"), 1, 1, 60, 180,
+       [500, 450, 400, 350, 300, 250, 200])
+DUMBBELL = (os.path.join(HERE, "dumbbell-narrowing.toml"), 2, 2, 100, 220,
+            [440, 400, 360, 320, 280, 240, 200])
 # The share of a link's capacity its sessions carry as payload, and the
 # share of that which counts as back.
 CARRIED = 0.95
@@ -35,13 +47,17 @@ BACK = 0.9
 RUN = 5
 
 
-def point(meshcast, kbps, at, duration, sets, out_root):
+def point(meshcast, setup, kbps, at, duration, sets, out_root):
     """One run with the link falling to `kbps`: each session's figures."""
-    own = [f"event[0].capacity_kbps={kbps}", f"event[0].at_s={at}", f"duration_s={duration}",
-           # The scenario's window may not fit a shorter run.
-           f"report.window[0].from_s={min(90, duration - 1)}", f"report.window[0].to_s={duration}"]
-    summary = run_summary(meshcast, SCENARIO, own + sets, out_root)
-    mark = BACK * CARRIED * kbps
+    scenario, windows, sharing = setup[:3]
+    own = [f"duration_s={duration}", f"event[0].capacity_kbps={kbps}", f"event[0].at_s={at}"]
+    # The scenario's windows may not fit a shorter run.
+    for w in range(windows):
+        own += [f"report.window[{w}].from_s={min(at + 1, duration - 1)}",
+                f"report.window[{w}].to_s={duration}"]
+    summary = run_summary(meshcast, scenario, own + sets, out_root)
+    rate = CARRIED * kbps / sharing
+    mark = BACK * rate
     figures = {}
     for f in sessions(summary):
         s = {x["t_s"]: x["recv_kbps_min"] for x in f.get("series") or []}
@@ -51,7 +67,7 @@ def point(meshcast, kbps, at, duration, sets, out_root):
         figures[f["id"]] = {
             "back_s": None if back is None else back - at,
             "silent_s": sum(1 for t in range(at, duration) if s.get(t, 0.0) == 0.0),
-            "lowest_after": round(min(after) / (CARRIED * kbps), 3) if after else None,
+            "lowest_after": round(min(after) / rate, 3) if after else None,
         }
     return figures
 
@@ -66,19 +82,25 @@ def text(sid, f, span):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_run_options(ap)
-    ap.add_argument("--at", type=int, default=60, metavar="S")
-    ap.add_argument("--duration", type=int, default=180, metavar="S")
-    ap.add_argument("kbps", nargs="*", type=int,
-                    default=[500, 450, 400, 350, 300, 250, 200])
+    ap.add_argument("--dumbbell", action="store_true",
+                    help="the four-member dumbbell whose E<->F narrows")
+    ap.add_argument("--at", type=int, metavar="S")
+    ap.add_argument("--duration", type=int, metavar="S")
+    ap.add_argument("kbps", nargs="*", type=int)
     a = ap.parse_args()
     check_run_options(a)
+    setup = DUMBBELL if a.dumbbell else TWO
+    a.at = setup[3] if a.at is None else a.at
+    a.duration = setup[4] if a.duration is None else a.duration
+    a.kbps = a.kbps or setup[5]
+    start = 480 if a.dumbbell else 600
     if not 0 < a.at < a.duration:
         sys.exit("--at must be within the run")
     if any(k <= 0 for k in a.kbps):
         sys.exit("capacities must be positive")
     rows = {}
     with tempfile.TemporaryDirectory() as out_root, ThreadPoolExecutor(a.jobs) as pool:
-        jobs = [pool.submit(point, a.meshcast, k, a.at, a.duration, a.set, out_root)
+        jobs = [pool.submit(point, a.meshcast, setup, k, a.at, a.duration, a.set, out_root)
                 for k in a.kbps]
         for kbps, job in zip(a.kbps, jobs):
             try:
@@ -87,7 +109,7 @@ def main():
                 sys.exit(str(e))
             rows[kbps] = figures
             cells = [text(sid, f, a.duration - a.at) for sid, f in sorted(figures.items())]
-            print(f"600 -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
+            print(f"{start} -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
     if a.json:
         with open(a.json, "w") as out:
             json.dump({str(k): v for k, v in rows.items()}, out, indent=1)

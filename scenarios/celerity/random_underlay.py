@@ -1,6 +1,7 @@
 """Random underlays for Celerity (docs/celerity.md, "Random underlays").
 
-    python3 scenarios/celerity/random_underlay.py [--family FAMILY] FIRST_SEED END_SEED OUT_DIR
+    python3 scenarios/celerity/random_underlay.py [--family FAMILY] [--fall FRACTION]
+        FIRST_SEED END_SEED OUT_DIR
 
 writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
 routers joined by a random spanning tree plus up to as many extra links,
@@ -35,6 +36,14 @@ FAMILY says where the bottlenecks are and how far apart the routers sit:
 Families other than core write OUT_DIR/<family>-<seed>.toml. These are the
 underlays nobody tuned for: docs/celerity.md's Status reports them apart
 from the core set.
+
+--fall FRACTION (between 0 and 1) draws the same underlays, whose core
+links all fall to FRACTION of their capacity at 100 s (both ways, as a
+provider's links changing their rate): 240 s with the windows [110, 140]
+(the return; score_underlays.py scores the first window) and [160, 240]
+(the new steady state; --set report.window[0].from_s=160 --set
+report.window[0].to_s=240 scores it). docs/celerity.md, "A link that
+narrows".
 """
 import argparse
 import os
@@ -53,7 +62,7 @@ FAMILIES = {
 }
 
 
-def gen(seed, out, family="core"):
+def gen(seed, out, family="core", fall=None):
     (nmin, nmax), (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
     # The core family draws exactly as it always has: its files are the
     # sets docs/celerity.md reports.
@@ -81,7 +90,10 @@ def gen(seed, out, family="core"):
         links.append((h, router, up, r.randint(1, 5), down))
     name = f"random-{seed}" if family == "core" else f"random-{family}-{seed}"
     what = "random underlay" if family == "core" else f"random underlay ({family})"
-    s = [f'name = "{name}"', f'description = "{what} {seed}"', 'duration_s = 200', f'seed = {seed}', '',
+    if fall is not None:
+        what += f", its core falling to {fall} at 100 s"
+    duration = 200 if fall is None else 240
+    s = [f'name = "{name}"', f'description = "{what} {seed}"', f'duration_s = {duration}', f'seed = {seed}', '',
          '[conference]', 'protocol = "celerity"', 'participants = [' + ", ".join(f'"{h}"' for h in hosts) + ']', 'delay_bound_ms = 200', '']
     for h in hosts:
         s += ['[[node]]', f'id = "{h}"', 'kind = "host"']
@@ -97,7 +109,15 @@ def gen(seed, out, family="core"):
         s += link(a, b, c, d, back == c)
         if back != c:
             s += link(b, a, back, d, False)
-    s += ['[[report.window]]', 'from_s = 100', 'to_s = 200']
+    if fall is None:
+        windows = [(100, 200)]
+    else:
+        windows = [(110, 140), (160, 240)]
+        for a, b, c, _, _ in links[:len(edges)]:
+            s += ['[[event]]', 'at_s = 100', 'kind = "capacity"', f'from = "{a}"', f'to = "{b}"',
+                  f'capacity_kbps = {round(c * fall)}']
+    for lo, hi in windows:
+        s += ['[[report.window]]', f'from_s = {lo}', f'to_s = {hi}']
     with open(out, 'w') as f:
         f.write("\n".join(s) + "\n")
 
@@ -106,16 +126,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--family", choices=sorted(FAMILIES), default="core")
+    ap.add_argument("--fall", type=float, metavar="FRACTION",
+                    help="the core links fall to FRACTION of their capacity at 100 s")
     ap.add_argument("first", type=int, metavar="FIRST_SEED")
     ap.add_argument("end", type=int, metavar="END_SEED")
     ap.add_argument("out_dir", metavar="OUT_DIR")
     args = ap.parse_args()
     if args.end <= args.first:
         ap.error(f"END_SEED ({args.end}) must be greater than FIRST_SEED ({args.first})")
+    if args.fall is not None and not 0 < args.fall < 1:
+        ap.error(f"--fall ({args.fall}) must be between 0 and 1")
     os.makedirs(args.out_dir, exist_ok=True)
     for seed in range(args.first, args.end):
         base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"
-        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family)
+        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall)
 
 
 if __name__ == "__main__":

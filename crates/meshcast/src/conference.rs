@@ -128,6 +128,7 @@ pub(crate) struct RawConference {
     rebound: Option<Spanned<f64>>,
     rebound_steady: Option<bool>,
     drain_hold: Option<Spanned<f64>>,
+    late_release: Option<bool>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -449,6 +450,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.drain_hold, "conference.drain_hold")? {
         params.drain_hold = v;
+    }
+    if let Some(r) = raw.late_release {
+        params.late_release = r;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

@@ -794,6 +794,34 @@ pub struct CelerityParams {
     /// arrives was sent before the cuts (docs/celerity.md, "A link that
     /// narrows").
     pub drain_hold: f64,
+    /// Releasing a late charge that an overload made: the late packets'
+    /// average ([`CelerityParams::late_loss`]) moves only in intervals in
+    /// which the session has packets over the link, so a session that
+    /// stops sending there keeps its charge for good. With this on, a
+    /// charge whose last late packets came after the loop settled (outside
+    /// the quick-start windows and the climb after them,
+    /// [`CelerityParams::climb`]) through the link's own queue at or past
+    /// the delay bound (an overload: the link's capacity fell, or a burst
+    /// of cross traffic) fades in each interval without the session's
+    /// packets once the link's queue (averaged over about a second) is
+    /// back under the bound, as an interval whose packets all came in time
+    /// would fade it. Other charges stay: where a session's packets came
+    /// late through a long path or through queues elsewhere, an idle link
+    /// shows nothing of them, and the start's overloads spill past its
+    /// window on the slow cores, whose sessions keep off links by those
+    /// charges (releasing every charge of an idle session cost them late
+    /// drops, and releasing those of an overload outside the windows alone
+    /// took one underlay of the held-out `slow` seeds 1201–1230 from 0.620
+    /// to 0.266 of its optimum).
+    ///
+    /// When the dumbbell's E⇄F fell from 480 to 320 kbit/s, the 650-ms
+    /// queue of the old rate made every session's packets late; the
+    /// sessions then left the links into the far office's one member
+    /// (rate 0 there), whose charges of 177–187 ms, above the `U′` of
+    /// about 90 ms, held them at 0 for the rest of the run, and the
+    /// sessions came back at 90% of the new optimum only 33–61 s after
+    /// the fall (docs/celerity.md, "A link that narrows").
+    pub late_release: bool,
     /// News of a link elsewhere: on Celerity's own trees, a neighbour's
     /// [`Control::Reach`] that no longer lists a member this peer still
     /// hears directly (a link between them went down) opens a quick-start
@@ -1363,6 +1391,7 @@ impl Default for CelerityParams {
             rebound: 0.8,
             rebound_steady: true,
             drain_hold: 0.3,
+            late_release: true,
             reach_news: true,
             scale_in_windows: false,
             burst_wait: true,
@@ -1946,7 +1975,15 @@ struct Incoming {
     /// [`CelerityParams::drain_hold`]).
     delivered: [f64; MAX_PARTICIPANTS],
     session_late: [u32; MAX_PARTICIPANTS],
+    /// Per session, the largest queue this link's own queue showed at its
+    /// late packets in this interval, seconds (see
+    /// [`CelerityParams::late_release`]).
+    late_queue: [f64; MAX_PARTICIPANTS],
     late_loss: [f64; MAX_PARTICIPANTS],
+    /// Per session: whether the last interval with late packets was an
+    /// overload's (outside the windows, the link's queue at or past the
+    /// delay bound at them; see [`CelerityParams::late_release`]).
+    late_overload: [bool; MAX_PARTICIPANTS],
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
     /// its rate, kbit/s; the peak it fell from (0: none); the intervals
     /// since it fell.
@@ -2507,6 +2544,8 @@ impl CelerityPeer {
             delivered: [0.0; MAX_PARTICIPANTS],
             session_late: [0; MAX_PARTICIPANTS],
             late_loss: [0.0; MAX_PARTICIPANTS],
+            late_queue: [0.0; MAX_PARTICIPANTS],
+            late_overload: [false; MAX_PARTICIPANTS],
             peak: [0.0; MAX_PARTICIPANTS],
             fell_from: [0.0; MAX_PARTICIPANTS],
             fell_for: [0; MAX_PARTICIPANTS],
@@ -3071,6 +3110,10 @@ impl CelerityPeer {
             0.0
         };
         let hop_queues = self.hop_queues();
+        let (late_release, bound) = (
+            self.cfg.params.late_release,
+            self.cfg.params.delay_bound.as_secs_f64(),
+        );
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -3122,11 +3165,18 @@ impl CelerityPeer {
             inc.queued_age_slow += 0.2 * (inc.qslow - inc.queued_age_slow);
         }
         // Late packets as the session's loss, on the same one-second
-        // average.
+        // average. An overload's charge fades while the session sends
+        // nothing over the link and the queue is back under the bound (see
+        // `CelerityParams::late_release`).
         for m in 0..MAX_PARTICIPANTS {
             if inc.session_packets[m] > 0 {
                 let late = f64::from(inc.session_late[m]) / f64::from(inc.session_packets[m]);
                 inc.late_loss[m] += 0.2 * (late - inc.late_loss[m]);
+                if inc.session_late[m] > 0 {
+                    inc.late_overload[m] = !climbing && inc.late_queue[m] >= bound;
+                }
+            } else if late_release && inc.late_overload[m] && inc.qdelay.max(inc.qslow) < bound {
+                inc.late_loss[m] -= 0.2 * inc.late_loss[m];
             }
         }
         // The late forecast (see `CelerityParams::late_forecast`): at most
@@ -3600,6 +3650,7 @@ impl CelerityPeer {
                     inc.reach_slow = 0.0;
                     inc.forecast_slow = 0.0;
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
+                    inc.late_overload = [false; MAX_PARTICIPANTS];
                     inc.peak = [0.0; MAX_PARTICIPANTS];
                     inc.fell_from = [0.0; MAX_PARTICIPANTS];
                     inc.delivered = [0.0; MAX_PARTICIPANTS];
@@ -3636,6 +3687,7 @@ impl CelerityPeer {
             inc.session_packets = [0; MAX_PARTICIPANTS];
             inc.session_bytes = [0; MAX_PARTICIPANTS];
             inc.session_late = [0; MAX_PARTICIPANTS];
+            inc.late_queue = [0.0; MAX_PARTICIPANTS];
             inc.age_n = 0;
             // Tell the head when something moved, and every heartbeat.
             let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
@@ -5348,6 +5400,9 @@ impl Endpoint for CelerityPeer {
                     inc.session_packets[session] += 1;
                     inc.session_bytes[session] += payload.len() as u64 + u64::from(IP_UDP_OVERHEAD);
                     inc.session_late[session] += u32::from(lost);
+                    if lost {
+                        inc.late_queue[session] = inc.late_queue[session].max(q);
+                    }
                 }
                 for c in control {
                     self.on_control(u, now, c);

@@ -822,6 +822,57 @@ fn a_draining_queue_holds_the_cuts() {
     assert!(CelerityPeer::new(off).is_err());
 }
 
+/// Releasing an overload's late charge (`CelerityParams::late_release`).
+/// Session 2's packets over link 1 → 0 all come late in one interval,
+/// through the link's own queue of `late_queue` seconds, in `phase`; then
+/// it sends nothing there for five intervals while the link's queue
+/// averages `queue_after`. Its charge (the late packets' average) after
+/// that.
+#[test]
+fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
+    let charge = |c: &CelerityConfig, late_queue: f64, phase: Phase, queue_after: f64| {
+        let mut peer = crossing_peer(c);
+        let inc = &mut peer.incoming[1];
+        inc.rates[2] = 100.0;
+        inc.session_packets[2] = 10;
+        inc.session_late[2] = 10;
+        inc.late_queue[2] = late_queue;
+        measured(inc, late_queue, true);
+        peer.update_rates(1, phase);
+        let raised = peer.incoming[1].late_loss[2];
+        assert!((raised - 0.2).abs() < 1e-9, "raised to {raised}");
+        for _ in 0..5 {
+            let inc = &mut peer.incoming[1];
+            inc.session_packets[2] = 0;
+            inc.session_late[2] = 0;
+            inc.late_queue[2] = 0.0;
+            measured(inc, queue_after, true);
+            peer.update_rates(1, settled());
+        }
+        peer.incoming[1].late_loss[2]
+    };
+    let c = queue_priced_cfg();
+    assert!(c.params.late_release);
+    let bound = c.params.delay_bound.as_secs_f64();
+    let kept = 0.2;
+    let faded = 0.2 * 0.8_f64.powi(5);
+    // An overload after the loop settled, the queue back under the bound.
+    assert!((charge(&c, 1.5 * bound, settled(), 0.05) - faded).abs() < 1e-9);
+    assert!((charge(&c, bound, settled(), 0.05) - faded).abs() < 1e-9);
+    // The queue not past the bound at the late packets: kept.
+    assert_eq!(charge(&c, 0.9 * bound, settled(), 0.05), kept);
+    // Late in a quick-start window or the climb after it: kept.
+    let climbing = settled().climbing(true);
+    assert_eq!(charge(&c, 1.5 * bound, climbing, 0.05), kept);
+    assert_eq!(charge(&c, 1.5 * bound, climbing.window(true), 0.05), kept);
+    // The queue still past the bound: kept.
+    assert_eq!(charge(&c, 1.5 * bound, settled(), 1.1 * bound), kept);
+    // The rule off: kept.
+    let mut off = c.clone();
+    off.params.late_release = false;
+    assert_eq!(charge(&off, 1.5 * bound, settled(), 0.05), kept);
+}
+
 /// The climb (`CelerityParams::climb`) lasts `climb` past the end of each
 /// quick-start window, and a membership change's window opens a new one;
 /// at 0 it ends with the window.
