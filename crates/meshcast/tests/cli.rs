@@ -702,6 +702,14 @@ fn python_ok(script: &str, args: &[&str], dir: &Path) -> Output {
     succeeded(python(script, args, dir), script)
 }
 
+/// [`python`], which must fail with `message` in its stderr.
+fn python_refused(script: &str, args: &[&str], dir: &Path, message: &str) {
+    let out = python(script, args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{script} {args:?} succeeded");
+    assert!(stderr.contains(message), "{script} {args:?}: {stderr}");
+}
+
 /// A scenario's `[[link]]` table.
 fn link_toml(from: &str, to: &str, kbps: u64, ms: u64, queue: u64) -> String {
     format!(
@@ -791,14 +799,11 @@ fn underlay_scripts_generate_and_score_underlays() {
         stdout.contains("; start: heard at ") && stdout.contains(" silent s"),
         "{stdout}"
     );
-    let missing = python(
+    python_refused(
         "score_underlays.py",
         &["--meshcast", bin, "nothing.toml"],
         d,
-    );
-    assert!(!missing.status.success());
-    assert!(
-        String::from_utf8_lossy(&missing.stderr).contains("nothing.toml: no such scenario file")
+        "nothing.toml: no such scenario file",
     );
 }
 
@@ -886,10 +891,7 @@ fn compare_scores_pairs_underlays_by_file_name() {
         "{stdout}"
     );
     let refused = |a: &str, b: &str, message: &str| {
-        let out = python("compare_scores.py", &[a, b], d);
-        assert!(!out.status.success());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(message), "{stderr}");
+        python_refused("compare_scores.py", &[a, b], d, message);
     };
     // Scorings of simulated video add the worst session's frames to the
     // rows and compare the decodable frames as the worst fractions.
@@ -1078,13 +1080,12 @@ fn underlay_families_write_what_their_help_says() {
         six["conference"]["participants"],
         kept["conference"]["participants"]
     );
-    let unknown = python(
+    python_refused(
         "random_underlay.py",
         &["--family", "moon", "1", "2", "x"],
         d,
+        "invalid choice: 'moon'",
     );
-    assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("invalid choice: 'moon'"));
 }
 
 /// `narrowing_sweep.py` runs the link's fall at each capacity it is given,
@@ -1159,13 +1160,12 @@ fn the_narrowing_sweep_reports_each_sessions_return() {
             );
         }
     }
-    let out = python(
+    python_refused(
         "narrowing_sweep.py",
         &["--meshcast", bin, "--at", "200", "250"],
         d,
+        "--at must be within the run",
     );
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--at must be within the run"));
 }
 
 /// `random_underlay.py --fall FRACTION` writes the same underlays with every
@@ -1252,12 +1252,8 @@ fn underlays_with_a_fall_narrow_their_core() {
         );
     }
     for bad in ["0", "1", "1.5", "-0.2"] {
-        let out = python("random_underlay.py", &["--fall", bad, "1", "2", "x"], d);
-        assert!(!out.status.success(), "--fall {bad}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("must be between 0 and 1"),
-            "--fall {bad}"
-        );
+        let args = ["--fall", bad, "1", "2", "x"];
+        python_refused("random_underlay.py", &args, d, "must be between 0 and 1");
     }
 }
 
@@ -1422,10 +1418,11 @@ fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
         stdout.contains("2-4: 2 links, mean utilisation"),
         "{stdout}"
     );
-    let missing = python("binding_links.py", &["--meshcast", bin, "nothing.toml"], d);
-    assert!(!missing.status.success());
-    assert!(
-        String::from_utf8_lossy(&missing.stderr).contains("nothing.toml: no such scenario file")
+    python_refused(
+        "binding_links.py",
+        &["--meshcast", bin, "nothing.toml"],
+        d,
+        "nothing.toml: no such scenario file",
     );
 }
 
@@ -1608,9 +1605,12 @@ fn robustness_script_measures_the_families_points() {
         let (worst, _) = worst_of(&s, &sessions, 200, rate);
         assert!((num(&point["worst_kbps"]) - worst).abs() < 1e-9);
     }
-    let bad = python("robustness.py", &["--meshcast", bin, "nonsense"], d);
-    assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid choice"));
+    python_refused(
+        "robustness.py",
+        &["--meshcast", bin, "nonsense"],
+        d,
+        "invalid choice",
+    );
 }
 
 /// The Celerity dumbbell without events settles at its optimum: every

@@ -803,9 +803,10 @@ pub struct CelerityParams {
     /// [`CelerityParams::climb`]) through the link's own queue at or past
     /// the delay bound (an overload: the link's capacity fell, or a burst
     /// of cross traffic) fades in each interval without the session's
-    /// packets once the link's queue (averaged over about a second) is
-    /// back under the bound, as an interval whose packets all came in time
-    /// would fade it. Other charges stay: where a session's packets came
+    /// packets while the link's queue (the interval's mean and its average
+    /// over about a second; the control packets still measure it) is under
+    /// the bound, as an interval whose packets all came in time would fade
+    /// it. Other charges stay: where a session's packets came
     /// late through a long path or through queues elsewhere, an idle link
     /// shows nothing of them, and the start's overloads spill past its
     /// window on the slow cores, whose sessions keep off links by those
@@ -1981,8 +1982,8 @@ struct Incoming {
     late_queue: [f64; MAX_PARTICIPANTS],
     late_loss: [f64; MAX_PARTICIPANTS],
     /// Per session: whether the last interval with late packets was an
-    /// overload's (outside the windows, the link's queue at or past the
-    /// delay bound at them; see [`CelerityParams::late_release`]).
+    /// overload's (after the climb, the link's queue at or past the delay
+    /// bound at them; see [`CelerityParams::late_release`]).
     late_overload: [bool; MAX_PARTICIPANTS],
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
     /// its rate, kbit/s; the peak it fell from (0: none); the intervals
