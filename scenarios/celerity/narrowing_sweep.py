@@ -28,17 +28,28 @@ import os
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 from score_underlays import add_run_options, check_run_options, run_summary, sessions
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# (scenario, its report windows, sessions sharing a direction of the
-# link, --at, --duration, capacities). The scenario's first event is the
-# fall.
-TWO = (os.path.join(HERE, "narrowing.toml"), 1, 1, 60, 180,
-       [500, 450, 400, 350, 300, 250, 200])
-DUMBBELL = (os.path.join(HERE, "dumbbell-narrowing.toml"), 2, 2, 100, 220,
-            [440, 400, 360, 320, 280, 240, 200])
+
+
+class Setup(NamedTuple):
+    """A scenario whose first event is the link's fall."""
+    scenario: str
+    windows: int  # its report windows
+    sharing: int  # sessions sharing a direction of the link
+    start: int  # the link's capacity before the fall, kbit/s
+    at: int  # --at's default
+    duration: int  # --duration's default
+    kbps: list  # the capacities' default
+
+
+TWO = Setup(os.path.join(HERE, "narrowing.toml"), 1, 1, 600, 60, 180,
+            [500, 450, 400, 350, 300, 250, 200])
+DUMBBELL = Setup(os.path.join(HERE, "dumbbell-narrowing.toml"), 2, 2, 480, 100, 220,
+                 [440, 400, 360, 320, 280, 240, 200])
 # The share of a link's capacity its sessions carry as payload, and the
 # share of that which counts as back.
 CARRIED = 0.95
@@ -49,14 +60,13 @@ RUN = 5
 
 def point(meshcast, setup, kbps, at, duration, sets, out_root):
     """One run with the link falling to `kbps`: each session's figures."""
-    scenario, windows, sharing = setup[:3]
     own = [f"duration_s={duration}", f"event[0].capacity_kbps={kbps}", f"event[0].at_s={at}"]
     # The scenario's windows may not fit a shorter run.
-    for w in range(windows):
+    for w in range(setup.windows):
         own += [f"report.window[{w}].from_s={min(at + 1, duration - 1)}",
                 f"report.window[{w}].to_s={duration}"]
-    summary = run_summary(meshcast, scenario, own + sets, out_root)
-    rate = CARRIED * kbps / sharing
+    summary = run_summary(meshcast, setup.scenario, own + sets, out_root)
+    rate = CARRIED * kbps / setup.sharing
     mark = BACK * rate
     figures = {}
     for f in sessions(summary):
@@ -90,10 +100,9 @@ def main():
     a = ap.parse_args()
     check_run_options(a)
     setup = DUMBBELL if a.dumbbell else TWO
-    a.at = setup[3] if a.at is None else a.at
-    a.duration = setup[4] if a.duration is None else a.duration
-    a.kbps = a.kbps or setup[5]
-    start = 480 if a.dumbbell else 600
+    a.at = setup.at if a.at is None else a.at
+    a.duration = setup.duration if a.duration is None else a.duration
+    a.kbps = a.kbps or setup.kbps
     if not 0 < a.at < a.duration:
         sys.exit("--at must be within the run")
     if any(k <= 0 for k in a.kbps):
@@ -109,7 +118,7 @@ def main():
                 sys.exit(str(e))
             rows[kbps] = figures
             cells = [text(sid, f, a.duration - a.at) for sid, f in sorted(figures.items())]
-            print(f"{start} -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
+            print(f"{setup.start} -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
     if a.json:
         with open(a.json, "w") as out:
             json.dump({str(k): v for k, v in rows.items()}, out, indent=1)

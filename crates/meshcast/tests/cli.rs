@@ -1141,15 +1141,9 @@ fn the_narrowing_sweep_reports_each_sessions_return() {
         for id in ids {
             let back = figures[*id]["back_s"].as_u64().unwrap();
             assert!(back <= 30, "{id}: back in {back} s");
-            let f = flow(&s, id);
-            let series: Vec<_> = f["series"].as_array().unwrap().iter().collect();
-            let at_mark = |t: u64| {
-                series
-                    .iter()
-                    .find(|x| x["t_s"].as_u64() == Some(t))
-                    .is_some_and(|x| num(&x["recv_kbps_min"]) >= 0.9 * rate)
-            };
-            let from = at + back;
+            let recv = recv_series(&s, id);
+            let at_mark = |t: usize| recv[t] >= 0.9 * rate;
+            let from = at + back as usize;
             assert!(
                 (from..from + 5).all(at_mark),
                 "{id}: not at 90% from {from} s"
