@@ -750,23 +750,23 @@ fn gst_nodes(d: &Path, max_rate_kbps: u32, feedback: bool) -> (GstPorts, Child, 
     (ports, node_a, node_b)
 }
 
-/// A GStreamer receiver of H.264 from a node: rtpbin with feedback, its
-/// RTP on `output`, the sender's reports on `output_rtcp`, its own RTCP
-/// (PLIs: its depayloader asks for a keyframe when its stream cannot be
-/// decoded) to the node's `rtcp_listen`, the stream written to `file`.
-fn gst_receiver(output: u16, output_rtcp: u16, rtcp: u16, file: &Path) -> Child {
+/// A GStreamer receiver of H.264 from B ([`gst_nodes`]): rtpbin with
+/// feedback, its RTP on `output`, the sender's reports on `output_rtcp`,
+/// its own RTCP (PLIs: its depayloader asks for a keyframe when its stream
+/// cannot be decoded) to B's `rtcp_listen`, the stream written to `file`.
+fn gst_receiver(p: &GstPorts, file: &Path) -> Child {
     Command::new("gst-launch-1.0")
         .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
-        .arg(format!("port={output}"))
+        .arg(format!("port={}", p.output))
         .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
         .args(["!", "r.recv_rtp_sink_0", "udpsrc"])
-        .arg(format!("port={output_rtcp}"))
+        .arg(format!("port={}", p.output_rtcp))
         .args(["!", "r.recv_rtcp_sink_0", "r.", "!"])
         .args(["rtph264depay", "request-keyframe=true", "!"])
         .args(["video/x-h264,stream-format=byte-stream", "!", "filesink"])
         .arg(format!("location={}", file.display()))
         .args(["r.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
-        .arg(format!("port={rtcp}"))
+        .arg(format!("port={}", p.rtcp))
         .args(["sync=false", "async=false"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -841,7 +841,7 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         .expect("gst-launch-1.0 runs");
     std::thread::sleep(Duration::from_secs(3));
     let recv = d.join("recv.h264");
-    let receiver = gst_receiver(p.output, p.output_rtcp, p.rtcp, &recv);
+    let receiver = gst_receiver(&p, &recv);
     std::thread::sleep(Duration::from_secs(6));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
@@ -952,7 +952,7 @@ fn follow_rate(python: &str, fixed: bool) -> FollowRun {
     let (p, node_a, node_b) = gst_nodes(d, 350, true);
     std::thread::sleep(Duration::from_secs(1));
     let recv = d.join("recv.h264");
-    let receiver = gst_receiver(p.output, p.output_rtcp, p.rtcp, &recv);
+    let receiver = gst_receiver(&p, &recv);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/gst_follow_rate.py");
     let mut sender = Command::new(python);
     sender
