@@ -129,6 +129,8 @@ pub(crate) struct RawConference {
     rebound_steady: Option<bool>,
     drain_hold: Option<Spanned<f64>>,
     late_release: Option<bool>,
+    drain_release: Option<bool>,
+    rebase: Option<bool>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -453,6 +455,12 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.late_release {
         params.late_release = r;
+    }
+    if let Some(r) = raw.drain_release {
+        params.drain_release = r;
+    }
+    if let Some(r) = raw.rebase {
+        params.rebase = r;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

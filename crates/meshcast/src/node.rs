@@ -728,6 +728,10 @@ pub struct PeerSummary {
     pub keyframe_requests_sent: u64,
     /// Keyframe requests receivers sent this node's session.
     pub keyframe_requests_received: u64,
+    /// Times a link into this node re-learnt its data packets' base delay
+    /// after an overload (docs/celerity.md, "An overload that has
+    /// drained").
+    pub rebases: u64,
 }
 
 impl NetSummary {
@@ -774,6 +778,7 @@ impl PeerSummary {
             bundles: c.bundles,
             keyframe_requests_sent: c.keyframe_requests_sent,
             keyframe_requests_received: c.keyframe_requests_received,
+            rebases: c.rebases,
         }
     }
 }

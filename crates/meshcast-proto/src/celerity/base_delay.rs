@@ -94,6 +94,80 @@ impl BaseDelay {
     }
 }
 
+/// How long [`Rebase`] watches a link at the least.
+pub(super) const REBASE_WATCH: Duration = Duration::from_secs(3);
+/// How many packets of each size class [`Rebase`] needs to have seen.
+pub(super) const REBASE_PACKETS: u32 = 3;
+/// When [`Rebase`] gives up on a link that carries too few packets.
+pub(super) const REBASE_GIVE_UP: Duration = Duration::from_secs(15);
+/// The control packets' least queue (s) under which [`Rebase`] takes the
+/// queue to have emptied (or this share of the data packets' least, if
+/// that is more: the control packets' own serialisation grows too).
+pub(super) const REBASE_EMPTY: f64 = 0.003;
+/// See [`REBASE_EMPTY`].
+pub(super) const REBASE_EMPTY_SHARE: f64 = 0.2;
+/// The least raise (s) [`Rebase`] makes: a millisecond or two is the
+/// delays' jitter.
+pub(super) const REBASE_MIN: f64 = 0.002;
+
+/// Watching a link's two size classes after an overload has drained (see
+/// `CelerityParams::rebase`): the least queue the data packets read
+/// over the data base and the control packets over theirs. When the
+/// link's capacity has fallen, every data packet takes longer on the wire
+/// than those that set the data base, and reads the difference as a
+/// queue that never drains, while the small control packets, whose
+/// serialisation hardly changes, read an empty queue between bursts.
+#[derive(Clone, Debug)]
+pub(super) struct Rebase {
+    since: Time,
+    /// The least data and control queue so far, s, and how many of each.
+    data: (f64, u32),
+    control: (f64, u32),
+}
+
+impl Rebase {
+    /// Start watching at `now`.
+    pub(super) fn new(now: Time) -> Self {
+        Rebase {
+            since: now,
+            data: (f64::INFINITY, 0),
+            control: (f64::INFINITY, 0),
+        }
+    }
+
+    /// A packet's queue `q` (s, over its class's base): a data packet's
+    /// (`data`) or a control packet's.
+    pub(super) fn note(&mut self, data: bool, q: f64) {
+        let class = if data {
+            &mut self.data
+        } else {
+            &mut self.control
+        };
+        class.0 = class.0.min(q);
+        class.1 += 1;
+    }
+
+    /// `None` while watching; then how far to raise the data base, s: the
+    /// data packets' least queue over the control packets', where the
+    /// control packets showed the queue empty and the raise is at least
+    /// [`REBASE_MIN`]; else 0.
+    pub(super) fn verdict(&self, now: Time) -> Option<f64> {
+        let age = now.saturating_since(self.since);
+        let seen = self.data.1 >= REBASE_PACKETS && self.control.1 >= REBASE_PACKETS;
+        if age < REBASE_WATCH || !seen {
+            return (age > REBASE_GIVE_UP).then_some(0.0);
+        }
+        let (data, control) = (self.data.0, self.control.0);
+        let empty = control <= REBASE_EMPTY.max(REBASE_EMPTY_SHARE * data);
+        let raise = data - control;
+        Some(if empty && raise >= REBASE_MIN {
+            raise
+        } else {
+            0.0
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +206,65 @@ mod tests {
         b.sample(at(0), 1.0);
         assert_eq!(b.sample(at(100_000), 2.0), 0.0);
         assert_eq!(b.base(), Some(2.0));
+    }
+
+    fn after(ms: u64) -> Time {
+        Time::ZERO + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_rebase_raises_by_the_data_packets_least_excess_over_the_controls() {
+        let mut r = Rebase::new(after(0));
+        // A capacity fall: every data packet reads 34 ms or more, the
+        // control packets 2 ms at the least.
+        for (i, (d, c)) in [(0.050, 0.010), (0.034, 0.002), (0.040, 0.004)]
+            .into_iter()
+            .enumerate()
+        {
+            r.note(true, d);
+            r.note(false, c);
+            // Still watching: too soon.
+            assert_eq!(r.verdict(after(1000 * i as u64)), None);
+        }
+        let raise = r.verdict(after(3000)).expect("done");
+        assert!((raise - 0.032).abs() < 1e-12, "{raise}");
+    }
+
+    #[test]
+    fn a_rebase_leaves_a_queue_that_holds_the_control_packets_too() {
+        // The control packets never saw the queue empty: it is a queue.
+        let mut r = Rebase::new(after(0));
+        for _ in 0..3 {
+            r.note(true, 0.060);
+            r.note(false, 0.030);
+        }
+        assert_eq!(r.verdict(after(3000)), Some(0.0));
+        // Nor does it raise by the delays' jitter.
+        let mut r = Rebase::new(after(0));
+        for _ in 0..3 {
+            r.note(true, 0.0015);
+            r.note(false, 0.0);
+        }
+        assert_eq!(r.verdict(after(3000)), Some(0.0));
+        // Where the control packets' own serialisation grew with the
+        // data's, a fifth of the data's least still counts as empty.
+        let mut r = Rebase::new(after(0));
+        for _ in 0..3 {
+            r.note(true, 0.050);
+            r.note(false, 0.008);
+        }
+        assert_eq!(r.verdict(after(3000)), Some(0.042));
+    }
+
+    #[test]
+    fn a_rebase_waits_for_both_classes_and_gives_up() {
+        let mut r = Rebase::new(after(0));
+        for _ in 0..5 {
+            r.note(true, 0.030);
+        }
+        r.note(false, 0.0);
+        // Long enough, but two control packets short.
+        assert_eq!(r.verdict(after(10_000)), None);
+        assert_eq!(r.verdict(after(15_001)), Some(0.0));
     }
 }

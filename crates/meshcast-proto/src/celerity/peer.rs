@@ -1,6 +1,6 @@
 //! The Celerity peer state machine.
 
-use super::base_delay::BaseDelay;
+use super::base_delay::{BaseDelay, Rebase};
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::schedule::Schedule;
 use super::wire::{self, Control, DataHeader, LinkHeader, MAX_PARTICIPANTS, Packet, TreeEntry};
@@ -823,6 +823,38 @@ pub struct CelerityParams {
     /// sessions came back at 90% of the new optimum only 33–61 s after
     /// the fall (docs/celerity.md, "A link that narrows").
     pub late_release: bool,
+    /// Releasing the guards once an overload has drained: on a link whose
+    /// queue averaged over about a second (the delay guard's input,
+    /// [`CelerityParams::late_gain`]) reached the delay bound after the
+    /// loop settled (outside the quick-start windows and the climb after
+    /// them, [`CelerityParams::climb`]), the first control interval whose
+    /// packets show a mean queue under the guard's knee sets that average,
+    /// and the age guard's ([`CelerityParams::age_margin`]) and the late
+    /// forecast's ([`CelerityParams::late_forecast`]), to the interval's
+    /// own figures. The overload is over, and the averages, which fall by
+    /// a fifth an interval, would charge it for seconds more: after the
+    /// dumbbell's E⇄F fell from 480 to 200 kbit/s its queue averaged
+    /// 2.3 s, which took 13 intervals (5 s) to fall under the knee after
+    /// the queue had emptied, with every session held near 0 meanwhile.
+    /// Charges of a queue that stands past the knee are untouched: the
+    /// average still rises with it (docs/celerity.md, "An overload that
+    /// has drained").
+    pub drain_release: bool,
+    /// Re-learning the data packets' base delay after an overload: when
+    /// an overload has drained (as for [`CelerityParams::drain_release`]),
+    /// the tail watches the link's two size classes for at least 3 s, and
+    /// until it has seen 3 of each (giving up after 15 s): if the control
+    /// packets' least queue shows the queue empty (at most 3 ms, or a
+    /// fifth of the data packets' least) and the data packets' least is
+    /// at least 2 ms above it, the data base rises by the difference
+    /// (`base_delay.rs`, `Rebase`). A link whose capacity fell serialises
+    /// every data packet for longer than the packets that set the data
+    /// base did, and the base is a ten-minute minimum: until it forgot
+    /// them, every data packet read the difference as a queue (34 ms
+    /// across the dumbbell's E⇄F fallen to 200 kbit/s), which priced the
+    /// sessions under the new optimum (docs/celerity.md, "An overload
+    /// that has drained").
+    pub rebase: bool,
     /// News of a link elsewhere: on Celerity's own trees, a neighbour's
     /// [`Control::Reach`] that no longer lists a member this peer still
     /// hears directly (a link between them went down) opens a quick-start
@@ -1393,6 +1425,8 @@ impl Default for CelerityParams {
             rebound_steady: true,
             drain_hold: 0.3,
             late_release: true,
+            drain_release: true,
+            rebase: true,
             reach_news: true,
             scale_in_windows: false,
             burst_wait: true,
@@ -1470,6 +1504,9 @@ pub struct PeerCounters {
     /// Keyframe requests that reached this peer's session from its
     /// receivers ([`Event::KeyframeRequested`]).
     pub keyframe_requests_received: u64,
+    /// Times a link into this peer raised its data packets' base delay
+    /// after an overload ([`CelerityParams::rebase`]).
+    pub rebases: u64,
 }
 
 /// The default [`CelerityParams::bundle_wait`], ms: longer than the time
@@ -1985,6 +2022,14 @@ struct Incoming {
     /// overload's (after the climb, the link's queue at or past the delay
     /// bound at them; see [`CelerityParams::late_release`]).
     late_overload: [bool; MAX_PARTICIPANTS],
+    /// The link's queue has averaged the delay bound after the loop
+    /// settled and has not yet been measured under the delay guard's knee
+    /// since (see [`CelerityParams::drain_release`]).
+    overloaded: bool,
+    /// An overload has just drained: watch the size classes from the next
+    /// packet on (see [`CelerityParams::rebase`]).
+    rebase_due: bool,
+    rebase: Option<Rebase>,
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
     /// its rate, kbit/s; the peak it fell from (0: none); the intervals
     /// since it fell.
@@ -2547,6 +2592,9 @@ impl CelerityPeer {
             late_loss: [0.0; MAX_PARTICIPANTS],
             late_queue: [0.0; MAX_PARTICIPANTS],
             late_overload: [false; MAX_PARTICIPANTS],
+            overloaded: false,
+            rebase_due: false,
+            rebase: None,
             peak: [0.0; MAX_PARTICIPANTS],
             fell_from: [0.0; MAX_PARTICIPANTS],
             fell_for: [0; MAX_PARTICIPANTS],
@@ -3115,6 +3163,7 @@ impl CelerityPeer {
             self.cfg.params.late_release,
             self.cfg.params.delay_bound.as_secs_f64(),
         );
+        let (drain_release, rebase) = (self.cfg.params.drain_release, self.cfg.params.rebase);
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -3149,6 +3198,23 @@ impl CelerityPeer {
         // past its knee for single intervals, and charging those moved its
         // windows; a standing queue that makes packets late stays there.
         inc.qslow += 0.2 * (inc.qdelay - inc.qslow);
+        // An overload after the loop settled, and the first interval whose
+        // packets show it drained (see `CelerityParams::drain_release` and
+        // `CelerityParams::rebase`).
+        let mut released = false;
+        if drain_release || rebase {
+            if !climbing && inc.qslow >= bound {
+                inc.overloaded = true;
+            }
+            if inc.overloaded && !inc.qsamples.is_empty() && inc.qdelay < knee {
+                inc.overloaded = false;
+                inc.rebase_due = rebase;
+                if drain_release {
+                    inc.qslow = inc.qdelay;
+                    released = true;
+                }
+            }
+        }
         // The age guard (see `CelerityParams::age_margin`), on the same
         // one-second average.
         if inc.age_n > 0 {
@@ -3158,6 +3224,19 @@ impl CelerityPeer {
             inc.queued_age_slow += 0.2 * (queued - inc.queued_age_slow);
             let late = f64::from(inc.forecast_late) / f64::from(inc.age_n);
             inc.forecast_slow += 0.2 * (late - inc.forecast_slow);
+            if released {
+                // The interval's own figures (see
+                // `CelerityParams::drain_release`).
+                inc.reach_slow = inc.reach_max;
+                inc.age_slow = inc.age_sum / f64::from(inc.age_n);
+                inc.queued_age_slow = queued;
+                inc.forecast_slow = late;
+            }
+        } else if released {
+            // No data this interval: what a data packet would queue here
+            // now is the link's own queue, and none is forecast late.
+            inc.queued_age_slow = inc.qdelay;
+            inc.forecast_slow = 0.0;
         } else if hop_queues {
             // No data: the queued age a packet would bring now is unknown
             // above the link and the link's own queue on it, which the
@@ -3652,6 +3731,9 @@ impl CelerityPeer {
                     inc.forecast_slow = 0.0;
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
                     inc.late_overload = [false; MAX_PARTICIPANTS];
+                    inc.overloaded = false;
+                    inc.rebase_due = false;
+                    inc.rebase = None;
                     inc.peak = [0.0; MAX_PARTICIPANTS];
                     inc.fell_from = [0.0; MAX_PARTICIPANTS];
                     inc.delivered = [0.0; MAX_PARTICIPANTS];
@@ -4974,6 +5056,8 @@ impl CelerityPeer {
                 let more = inc.serialisation_of(len - inc.longest);
                 inc.base[1].raise(more);
                 inc.longest = len;
+                // A watch's data figures were over the base before.
+                inc.rebase = None;
             } else if len > inc.longest || inc.base[1].base().is_none() || short_only {
                 // The data base so far is much shorter packets' delay, has
                 // left the window with the packets that set it, or is
@@ -4981,6 +5065,7 @@ impl CelerityPeer {
                 // `SHORT_DATA_RESTART` cannot lower.
                 inc.base[1] = BaseDelay::default();
                 inc.longest = len;
+                inc.rebase = None;
             }
             // At least half the longest (the longest itself once it has
             // just been raised or started afresh).
@@ -5001,6 +5086,25 @@ impl CelerityPeer {
         } else {
             base.excess(owd)
         };
+        // After an overload has drained, the size classes' least queues
+        // (see `CelerityParams::rebase`): data packets of at least half the
+        // longest, as the base learns from.
+        if std::mem::take(&mut inc.rebase_due) {
+            inc.rebase = Some(Rebase::new(now));
+        }
+        let mut rebased = false;
+        if let Some(watch) = &mut inc.rebase {
+            if !full || (learn && data.is_some_and(|len| len > 0)) {
+                watch.note(full, q);
+            }
+            if let Some(raise) = watch.verdict(now) {
+                inc.rebase = None;
+                if raise > 0.0 {
+                    inc.base[1].raise(raise);
+                    rebased = true;
+                }
+            }
+        }
         let measured = (q - burst_wait).max(0.0);
         let counted = match sample {
             Sample::Plain => measured,
@@ -5015,6 +5119,7 @@ impl CelerityPeer {
         };
         inc.qsamples.push(counted);
         inc.last_ts = Some((link.hop_ts_us, now));
+        self.counters.rebases += u64::from(rebased);
         q
     }
 

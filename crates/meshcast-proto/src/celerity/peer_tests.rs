@@ -873,6 +873,120 @@ fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
     assert_eq!(charge(&off, 1.5 * bound, settled(), 0.05), kept);
 }
 
+/// Releasing the guards once an overload has drained
+/// (`CelerityParams::drain_release`): link 1 → 0's queue averages
+/// `overload` seconds in an interval of `phase`, then the next interval's
+/// packets (of the same phase) read `after` seconds (none at all with
+/// `after` negative). The delay guard's one-second average and the age
+/// guard's queued age after that interval.
+#[test]
+fn an_overloads_guards_are_released_once_its_queue_drains() {
+    let averages = |c: &CelerityConfig, overload: f64, phase: Phase, after: f64| {
+        let mut peer = crossing_peer(c);
+        let inc = &mut peer.incoming[1];
+        measured(inc, overload, true);
+        inc.queued_age_slow = overload;
+        peer.update_rates(1, phase);
+        let inc = &mut peer.incoming[1];
+        if after < 0.0 {
+            inc.qsamples.clear();
+        } else {
+            measured(inc, after, false);
+        }
+        peer.update_rates(1, phase);
+        let inc = &peer.incoming[1];
+        (inc.qslow, inc.queued_age_slow)
+    };
+    let c = queue_priced_cfg();
+    assert!(c.params.drain_release);
+    let bound = c.params.delay_bound.as_secs_f64();
+    // The knee with no propagation or serialisation measured yet.
+    let knee = bound - c.params.late_margin.as_secs_f64();
+    // An overload after the loop settled, then an interval under the
+    // knee: both averages restart from it.
+    let near = |(a, b): (f64, f64), x: f64| (a - x).abs() < 1e-9 && (b - x).abs() < 1e-9;
+    assert!(near(averages(&c, 2.0, settled(), 0.01), 0.01));
+    assert!(near(averages(&c, bound, settled(), 0.5 * knee), 0.5 * knee));
+    // Kept (falling by a fifth an interval as before): the queue still
+    // past the knee, no packets in the interval, the overload in the
+    // climb or under the bound, the rule off.
+    let kept = |overload: f64, after: f64| overload + 0.2 * (after - overload);
+    let (slow, _) = averages(&c, 2.0, settled(), 1.01 * knee);
+    assert!((slow - kept(2.0, 1.01 * knee)).abs() < 1e-9, "{slow}");
+    let (slow, _) = averages(&c, 2.0, settled(), -1.0);
+    assert!(slow > 1.5, "{slow}");
+    let (slow, _) = averages(&c, 2.0, settled().climbing(true), 0.01);
+    assert!((slow - kept(2.0, 0.01)).abs() < 1e-9, "{slow}");
+    let (slow, _) = averages(&c, 0.9 * bound, settled(), 0.01);
+    assert!((slow - kept(0.9 * bound, 0.01)).abs() < 1e-9, "{slow}");
+    let mut off = c.clone();
+    off.params.drain_release = false;
+    let (slow, queued) = averages(&off, 2.0, settled(), 0.01);
+    assert!((slow - kept(2.0, 0.01)).abs() < 1e-9, "{slow}");
+    assert!(queued > 1.5, "{queued}");
+}
+
+/// Re-learning the data base after an overload (`CelerityParams::rebase`).
+/// Link 1 → 0 carries control packets in 10 ms and data packets of 1000
+/// bytes in 30 ms (20 ms of serialisation); at 10 s its capacity falls,
+/// and they take 12 and 64 ms. Its queue averages `overload` seconds in an
+/// interval of `phase`, then reads 2 ms (drained) in the next interval of
+/// the same phase; a packet of each class
+/// every 500 ms for 5 s follows. The serialisation the tail then measures,
+/// the queue a data packet reads and how many rebases the peer counted.
+#[test]
+fn a_drained_overload_relearns_the_data_base() {
+    let after = |c: &CelerityConfig, overload: f64, phase: Phase| {
+        let mut peer = crossing_peer(c);
+        let mut seq = 0u16;
+        let mut packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
+            let now = Time::ZERO + Duration::from_millis(at_ms);
+            let link = LinkHeader {
+                hop_seq: seq,
+                hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
+            };
+            seq = seq.wrapping_add(1);
+            peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain)
+        };
+        for i in 0..10 {
+            packet(&mut peer, 1000 * i, false, 10);
+            packet(&mut peer, 1000 * i + 500, true, 30);
+        }
+        assert!((peer.incoming[1].serialisation() - 0.020).abs() < 1e-9);
+        let inc = &mut peer.incoming[1];
+        measured(inc, overload, true);
+        peer.update_rates(1, phase);
+        measured(&mut peer.incoming[1], 0.002, false);
+        peer.update_rates(1, phase);
+        let mut q = 0.0;
+        for i in 0..10 {
+            packet(&mut peer, 12_000 + 500 * i, false, 12);
+            q = packet(&mut peer, 12_250 + 500 * i, true, 64);
+        }
+        (peer.incoming[1].serialisation(), q, peer.counters().rebases)
+    };
+    let c = queue_priced_cfg();
+    assert!(c.params.rebase);
+    let bound = c.params.delay_bound.as_secs_f64();
+    // Raised by the data's 34 ms of queue over the control's 2: the
+    // serialisation is now 52 ms, and a data packet reads the 2 ms the
+    // control packets read.
+    let (serial, q, rebases) = after(&c, 2.0 * bound, settled());
+    assert!((serial - 0.052).abs() < 1e-6, "{serial}");
+    assert!((q - 0.002).abs() < 1e-6, "{q}");
+    assert_eq!(rebases, 1);
+    // Not after an overload in the climb, nor without one, nor with the
+    // rule off: the data packets go on reading 34 ms of queue.
+    let kept = |(serial, q, rebases): (f64, f64, u64)| {
+        (serial - 0.020).abs() < 1e-6 && (q - 0.034).abs() < 1e-6 && rebases == 0
+    };
+    assert!(kept(after(&c, 2.0 * bound, settled().climbing(true))));
+    assert!(kept(after(&c, 0.5 * bound, settled())));
+    let mut off = c.clone();
+    off.params.rebase = false;
+    assert!(kept(after(&off, 2.0 * bound, settled())));
+}
+
 /// The climb (`CelerityParams::climb`) lasts `climb` past the end of each
 /// quick-start window, and a membership change's window opens a new one;
 /// at 0 it ends with the window.
