@@ -1,7 +1,7 @@
 """How soon Celerity's sessions come back after their link narrows.
 
     python3 scenarios/celerity/narrowing_sweep.py [--meshcast BIN] [--jobs N]
-        [--dumbbell] [--at S] [--duration S] [--set KEY=VALUE ...]
+        [--dumbbell] [--at S ...] [--duration S] [--set KEY=VALUE ...]
         [--json FILE] [KBPS ...]
 
 Runs `scenarios/celerity/narrowing.toml` (two members over one link of
@@ -17,10 +17,18 @@ instead (four members, the offices' link E<->F of 480 kbit/s each way
 falling at 100 s, for 220 s, to 440 400 360 320 280 240 200 by
 default), where two sessions share each direction of the link: a
 session's new rate is 0.95 of half the capacity.
+`--at` may be given several times: every capacity is then run with the
+fall at each time, and each line names its time. The last line sums the
+points up: the slowest session's return on the mean over the points and
+at the worst (a point whose slowest session never came back counts the
+run's length after the fall), and the most seconds with nothing on the
+mean.
 `--set` is handed to every run (e.g. `--set conference.drain_hold=0`),
 `--jobs` runs N at a time (2), `--json` also writes every session's
-figures to FILE, and BIN is found as by score_underlays.py.
-docs/celerity.md, "A link that narrows", has the table this prints.
+figures to FILE (keyed by capacity, and with several `--at` by the
+time first), and BIN is found as by score_underlays.py.
+docs/celerity.md, "A link that narrows" and "An overload that has
+drained", has the tables this prints.
 """
 import argparse
 import json
@@ -94,34 +102,55 @@ def main():
     add_run_options(ap)
     ap.add_argument("--dumbbell", action="store_true",
                     help="the four-member dumbbell whose E<->F narrows")
-    ap.add_argument("--at", type=int, metavar="S")
+    ap.add_argument("--at", type=int, metavar="S", action="append")
     ap.add_argument("--duration", type=int, metavar="S")
     ap.add_argument("kbps", nargs="*", type=int)
     a = ap.parse_args()
     check_run_options(a)
     setup = DUMBBELL if a.dumbbell else TWO
-    a.at = setup.at if a.at is None else a.at
+    a.at = a.at or [setup.at]
     a.duration = setup.duration if a.duration is None else a.duration
     a.kbps = a.kbps or setup.kbps
-    if not 0 < a.at < a.duration:
+    if not all(0 < at < a.duration for at in a.at):
         sys.exit("--at must be within the run")
     if any(k <= 0 for k in a.kbps):
         sys.exit("capacities must be positive")
-    rows = {}
+    points = [(at, k) for at in a.at for k in a.kbps]
+    rows = {at: {} for at in a.at}
     with tempfile.TemporaryDirectory() as out_root, ThreadPoolExecutor(a.jobs) as pool:
-        jobs = [pool.submit(point, a.meshcast, setup, k, a.at, a.duration, a.set, out_root)
-                for k in a.kbps]
-        for kbps, job in zip(a.kbps, jobs):
+        jobs = [pool.submit(point, a.meshcast, setup, k, at, a.duration, a.set, out_root)
+                for at, k in points]
+        for (at, kbps), job in zip(points, jobs):
             try:
                 figures = job.result()
             except RuntimeError as e:
                 sys.exit(str(e))
-            rows[kbps] = figures
-            cells = [text(sid, f, a.duration - a.at) for sid, f in sorted(figures.items())]
-            print(f"{setup.start} -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
+            rows[at][kbps] = figures
+            cells = [text(sid, f, a.duration - at) for sid, f in sorted(figures.items())]
+            when = f"fall at {at} s, " if len(a.at) > 1 else ""
+            print(f"{when}{setup.start} -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
+    print(summary(rows, a.duration))
     if a.json:
+        keyed = {str(at): {str(k): v for k, v in r.items()} for at, r in rows.items()}
         with open(a.json, "w") as out:
-            json.dump({str(k): v for k, v in rows.items()}, out, indent=1)
+            json.dump(keyed[str(a.at[0])] if len(a.at) == 1 else keyed, out, indent=1)
+
+
+def summary(rows, duration):
+    """The last line: the points' slowest returns and seconds with nothing."""
+    slowest, silent, never = [], [], 0
+    for at, by_kbps in rows.items():
+        for figures in by_kbps.values():
+            backs = [f["back_s"] for f in figures.values()]
+            never += any(b is None for b in backs)
+            slowest.append(max(duration - at if b is None else b for b in backs))
+            silent.append(max(f["silent_s"] for f in figures.values()))
+    n = len(slowest)
+    line = (f"{n} point{'s' if n != 1 else ''}: the slowest session back in "
+            f"{sum(slowest) / n:.1f} s on the mean, {max(slowest)} s at the worst")
+    if never:
+        line += f" ({never} not back within the run)"
+    return line + f"; the most seconds with nothing {sum(silent) / n:.1f} on the mean"
 
 
 if __name__ == "__main__":

@@ -1092,8 +1092,10 @@ fn underlay_families_write_what_their_help_says() {
 /// on the two members' link and with `--dumbbell` on the dumbbell's E⇄F,
 /// and reports each session's return as the series say: back at 90% of
 /// its new rate (0.95 of the capacity, over the sessions sharing a
-/// direction) for five seconds running. A fall outside the run is
-/// refused (docs/celerity.md, "A link that narrows").
+/// direction) for five seconds running. With several `--at` it runs each
+/// capacity at each time and names it, and its last line sums the points
+/// up. A fall outside the run is refused (docs/celerity.md, "A link that
+/// narrows").
 #[test]
 fn the_narrowing_sweep_reports_each_sessions_return() {
     let dir = tempfile::tempdir().unwrap();
@@ -1154,6 +1156,44 @@ fn the_narrowing_sweep_reports_each_sessions_return() {
             );
         }
     }
+    let args = [
+        "--meshcast",
+        bin,
+        "--dumbbell",
+        "--at",
+        "100",
+        "--at",
+        "103",
+        "--json",
+        "sweep.json",
+        "320",
+    ];
+    let out = python_ok("narrowing_sweep.py", &args, d);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("fall at 100 s, 480 -> 320 kbit/s: A: back in "));
+    assert!(lines[1].starts_with("fall at 103 s, 480 -> 320 kbit/s: A: back in "));
+    let v: Value = serde_json::from_slice(&std::fs::read(d.join("sweep.json")).unwrap()).unwrap();
+    // The summary is the points' own figures: the slowest session of each.
+    let slowest = |at: &str| {
+        v[at]["320"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|f| f["back_s"].as_u64().unwrap())
+            .max()
+            .unwrap()
+    };
+    let (a, b) = (slowest("100"), slowest("103"));
+    let mean = (a + b) as f64 / 2.0;
+    let worst = a.max(b);
+    assert!(
+        lines[2].starts_with(&format!(
+            "2 points: the slowest session back in {mean:.1} s on the mean, {worst} s at the worst; "
+        )),
+        "{text}"
+    );
     python_refused(
         "narrowing_sweep.py",
         &["--meshcast", bin, "--at", "200", "250"],

@@ -872,9 +872,10 @@ fn gst_nodes(d: &Path, max_rate_kbps: u32, feedback: bool) -> (GstPorts, Child, 
 /// A GStreamer receiver of H.264 from B ([`gst_nodes`]): rtpbin with
 /// feedback, its RTP on `output`, the sender's reports on `output_rtcp`,
 /// its own RTCP (PLIs: its depayloader asks for a keyframe when its stream
-/// cannot be decoded) to B's `rtcp_listen`, the stream written to `file`.
+/// cannot be decoded) to B's `rtcp_listen`, the stream written to `file`;
+/// returned once it listens ([`wait_listening`]).
 fn gst_receiver(p: &GstPorts, file: &Path) -> Child {
-    Command::new("gst-launch-1.0")
+    let mut receiver = Command::new("gst-launch-1.0")
         .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
         .arg(format!("port={}", p.output))
         .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
@@ -890,7 +891,14 @@ fn gst_receiver(p: &GstPorts, file: &Path) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("gst-launch-1.0 runs")
+        .expect("gst-launch-1.0 runs");
+    wait_listening(
+        &mut receiver,
+        &[p.output, p.output_rtcp],
+        Duration::ZERO,
+        None,
+    );
+    receiver
 }
 
 /// The frames of an H.264 byte stream that decode (ffprobe), and how many
@@ -960,13 +968,7 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         .expect("gst-launch-1.0 runs");
     std::thread::sleep(Duration::from_secs(3));
     let recv = d.join("recv.h264");
-    let mut receiver = gst_receiver(&p, &recv);
-    wait_listening(
-        &mut receiver,
-        &[p.output, p.output_rtcp],
-        Duration::ZERO,
-        None,
-    );
+    let receiver = gst_receiver(&p, &recv);
     std::thread::sleep(Duration::from_secs(6));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
@@ -1077,13 +1079,7 @@ fn follow_rate(python: &str, fixed: bool) -> FollowRun {
     let (p, node_a, node_b) = gst_nodes(d, 350, true);
     std::thread::sleep(Duration::from_secs(1));
     let recv = d.join("recv.h264");
-    let mut receiver = gst_receiver(&p, &recv);
-    wait_listening(
-        &mut receiver,
-        &[p.output, p.output_rtcp],
-        Duration::ZERO,
-        None,
-    );
+    let receiver = gst_receiver(&p, &recv);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/gst_follow_rate.py");
     let mut sender = Command::new(python);
     sender
