@@ -852,7 +852,10 @@ pub struct CelerityParams {
     /// base did, and the base is a ten-minute minimum: until it forgot
     /// them, every data packet read the difference as a queue (34 ms
     /// across the dumbbell's E⇄F fallen to 200 kbit/s), which priced the
-    /// sessions under the new optimum (docs/celerity.md, "An overload
+    /// sessions under the new optimum. A raise where the capacity did not
+    /// fall (data packets that all waited behind cross traffic) heals
+    /// itself: the base stays a minimum, and the first data packet through
+    /// an empty queue lowers it again (docs/celerity.md, "An overload
     /// that has drained").
     pub rebase: bool,
     /// News of a link elsewhere: on Celerity's own trees, a neighbour's
