@@ -129,14 +129,14 @@ def main():
             cells = [text(sid, f, a.duration - at) for sid, f in sorted(figures.items())]
             when = f"fall at {at} s, " if len(a.at) > 1 else ""
             print(f"{when}{setup.start} -> {kbps} kbit/s: " + "; ".join(cells), flush=True)
-    print(summary(rows, a.duration))
+    print(sum_up(rows, a.duration))
     if a.json:
         keyed = {str(at): {str(k): v for k, v in r.items()} for at, r in rows.items()}
         with open(a.json, "w") as out:
             json.dump(keyed[str(a.at[0])] if len(a.at) == 1 else keyed, out, indent=1)
 
 
-def summary(rows, duration):
+def sum_up(rows, duration):
     """The last line: the points' slowest returns and seconds with nothing."""
     slowest, silent, never = [], [], 0
     for at, by_kbps in rows.items():

@@ -325,10 +325,14 @@ fn mpeg4_sdp(port: u16) -> String {
 /// under `d`), each `(map, file)` of `outputs` written as `framecrc` to
 /// `file` under `d`. What it says, warnings included (RTP packets it
 /// missed, what it could not decode), goes to [`RECEIVER_LOG`] under `d`:
-/// a file, which cannot fill and stall it as an unread pipe can.
-fn ffmpeg_receiver(d: &Path, sdp: &str, outputs: &[(&str, &str)]) -> Child {
+/// a file, which cannot fill and stall it as an unread pipe can. Returned
+/// once it listens on every stream's RTP and RTCP port (each `m=` line's
+/// port and the next; [`wait_listening`], at least `settle` after it
+/// starts).
+fn ffmpeg_receiver(d: &Path, sdp: &str, outputs: &[(&str, &str)], settle: Duration) -> Child {
     std::fs::write(d.join("recv.sdp"), sdp).expect("write the SDP");
-    let log = std::fs::File::create(d.join(RECEIVER_LOG)).expect("the receiver's log");
+    let log_path = d.join(RECEIVER_LOG);
+    let log = std::fs::File::create(&log_path).expect("the receiver's log");
     let mut ffmpeg = Command::new("ffmpeg");
     ffmpeg
         .args(["-hide_banner", "-nostdin", "-loglevel", "warning"])
@@ -339,7 +343,20 @@ fn ffmpeg_receiver(d: &Path, sdp: &str, outputs: &[(&str, &str)]) -> Child {
             .args(["-map", map, "-f", "framecrc"])
             .arg(d.join(file));
     }
-    ffmpeg.stderr(log).spawn().expect("ffmpeg runs")
+    let mut receiver = ffmpeg.stderr(log).spawn().expect("ffmpeg runs");
+    let ports: Vec<u16> = sdp
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("m=")?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .flat_map(|p: u16| [p, p + 1])
+        .collect();
+    wait_listening(&mut receiver, &ports, settle, Some(&log_path));
+    receiver
 }
 
 /// Where [`ffmpeg_receiver`] writes what it says.
@@ -526,18 +543,12 @@ fn run_stream(stream: &Stream, max_rate_kbps: u32, offered_bps: f64, extra: &str
     // decoder configuration in band, so this SDP is all it needs). It
     // starts just before the sender: it gives up on a stream that does not
     // come within its probing time.
-    let mut receiver = ffmpeg_receiver(d, &mpeg4_sdp(output), &[("0:v", "recv.crc")]);
     // Half a second from the receiver's start at the least: the stream
     // starts that long after the nodes answer, as when these tests'
     // figures were measured (starting at once, the stream loses about ten
     // more units to the lower rate, and at times a keyframe's group more:
     // 348 frames of 500 known where this measured 373).
-    wait_listening(
-        &mut receiver,
-        &[output, output + 1],
-        HALF_SECOND,
-        Some(&d.join(RECEIVER_LOG)),
-    );
+    let receiver = ffmpeg_receiver(d, &mpeg4_sdp(output), &[("0:v", "recv.crc")], HALF_SECOND);
     let frames = FRAMES.to_string();
     let sender = Command::new("ffmpeg")
         .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"])
@@ -737,13 +748,8 @@ fn a_participants_audio_and_video_reach_a_port_each() {
         "{}m=audio {audio} RTP/AVP 97\na=rtpmap:97 opus/48000/2\n",
         mpeg4_sdp(video)
     );
-    let mut receiver = ffmpeg_receiver(d, &sdp, &[("0:v", "video.crc"), ("0:a", "audio.crc")]);
-    wait_listening(
-        &mut receiver,
-        &[video, video + 1, audio, audio + 1],
-        Duration::ZERO,
-        Some(&d.join(RECEIVER_LOG)),
-    );
+    let outputs = [("0:v", "video.crc"), ("0:a", "audio.crc")];
+    let receiver = ffmpeg_receiver(d, &sdp, &outputs, Duration::ZERO);
     let to = |port: u16, pkt: &str| format!("rtp://127.0.0.1:{port}?rtcpport={input_rtcp}{pkt}");
     let mut sender = Command::new("ffmpeg");
     sender.args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"]);

@@ -208,13 +208,20 @@ mod tests {
         assert_eq!(b.base(), Some(2.0));
     }
 
-    fn after(ms: u64) -> Time {
-        Time::ZERO + Duration::from_millis(ms)
+    /// The verdict 3 s on, of a watch that saw three packets of each class
+    /// reading `data` and `control` seconds of queue.
+    fn watched(data: f64, control: f64) -> Option<f64> {
+        let mut r = Rebase::new(at(0));
+        for _ in 0..3 {
+            r.note(true, data);
+            r.note(false, control);
+        }
+        r.verdict(at(3))
     }
 
     #[test]
     fn a_rebase_raises_by_the_data_packets_least_excess_over_the_controls() {
-        let mut r = Rebase::new(after(0));
+        let mut r = Rebase::new(at(0));
         // A capacity fall: every data packet reads 34 ms or more, the
         // control packets 2 ms at the least.
         for (i, (d, c)) in [(0.050, 0.010), (0.034, 0.002), (0.040, 0.004)]
@@ -224,47 +231,32 @@ mod tests {
             r.note(true, d);
             r.note(false, c);
             // Still watching: too soon.
-            assert_eq!(r.verdict(after(1000 * i as u64)), None);
+            assert_eq!(r.verdict(at(i as u64)), None);
         }
-        let raise = r.verdict(after(3000)).expect("done");
+        let raise = r.verdict(at(3)).expect("done");
         assert!((raise - 0.032).abs() < 1e-12, "{raise}");
     }
 
     #[test]
     fn a_rebase_leaves_a_queue_that_holds_the_control_packets_too() {
         // The control packets never saw the queue empty: it is a queue.
-        let mut r = Rebase::new(after(0));
-        for _ in 0..3 {
-            r.note(true, 0.060);
-            r.note(false, 0.030);
-        }
-        assert_eq!(r.verdict(after(3000)), Some(0.0));
+        assert_eq!(watched(0.060, 0.030), Some(0.0));
         // Nor does it raise by the delays' jitter.
-        let mut r = Rebase::new(after(0));
-        for _ in 0..3 {
-            r.note(true, 0.0015);
-            r.note(false, 0.0);
-        }
-        assert_eq!(r.verdict(after(3000)), Some(0.0));
+        assert_eq!(watched(0.0015, 0.0), Some(0.0));
         // Where the control packets' own serialisation grew with the
         // data's, a fifth of the data's least still counts as empty.
-        let mut r = Rebase::new(after(0));
-        for _ in 0..3 {
-            r.note(true, 0.050);
-            r.note(false, 0.008);
-        }
-        assert_eq!(r.verdict(after(3000)), Some(0.042));
+        assert_eq!(watched(0.050, 0.008), Some(0.042));
     }
 
     #[test]
     fn a_rebase_waits_for_both_classes_and_gives_up() {
-        let mut r = Rebase::new(after(0));
+        let mut r = Rebase::new(at(0));
         for _ in 0..5 {
             r.note(true, 0.030);
         }
         r.note(false, 0.0);
         // Long enough, but two control packets short.
-        assert_eq!(r.verdict(after(10_000)), None);
-        assert_eq!(r.verdict(after(15_001)), Some(0.0));
+        assert_eq!(r.verdict(at(10)), None);
+        assert_eq!(r.verdict(at(15) + Duration::from_millis(1)), Some(0.0));
     }
 }
