@@ -21,6 +21,16 @@ not read, and every bitrate it set (`[seconds since the start, kbit/s]`).
 `--fixed` keeps the start bitrate whatever the REMBs say (keyframe
 requests still honoured), for comparison.
 
+x264's rate control reaches a new bitrate about as late as its VBV
+buffer is long: 0.4–0.9 s at x264enc's default of 600 ms, 0.15–0.3 s at
+150 ms (measured with this machine's GStreamer 1.22). The overlay's
+link rate control sees the encoder's traffic, not the offer, so an
+encoder that lags lets the offer run past what the links carry while it
+climbs (docs/celerity.md, "An encoder that lags"). `--vbv-ms` sets the
+buffer: 150 by default, within the frame that arrives in time at the
+default delay bound (the offered rate over 200 ms less the delay
+guard's 40-ms margin less the path).
+
 Needs Python's GObject bindings and GStreamer 1.x with x264enc, rtpbin
 and rtph264pay (Debian: python3-gi gir1.2-gstreamer-1.0
 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
@@ -102,7 +112,13 @@ def main():
     p.add_argument("--size", default="320x240", help="WIDTHxHEIGHT (default 320x240)")
     p.add_argument("--fps", type=int, default=25)
     p.add_argument("--pattern", default="ball", help="videotestsrc's pattern")
+    p.add_argument("--vbv-ms", type=int, default=150,
+                   help="x264's VBV buffer, ms (1-10000; default 150: x264 then "
+                   "reaches a new bitrate in 0.15-0.3 s, at its own default of "
+                   "600 in 0.4-0.9 s)")
     a = p.parse_args()
+    if not 1 <= a.vbv_ms <= 10000:
+        p.error(f"--vbv-ms {a.vbv_ms} is not in 1-10000")
     if a.headroom > 1:
         p.error("--headroom above 1 would encode more than the overlay offers")
     if a.min_kbps > a.max_kbps:
@@ -134,7 +150,8 @@ def main():
         f"rtpbin name=s rtp-profile=avpf "
         f"videotestsrc is-live=true pattern={a.pattern} ! "
         f"video/x-raw,width={width},height={height},framerate={a.fps}/1 ! "
-        f"x264enc name=enc tune=zerolatency bitrate={start} key-int-max=100000 ! "
+        f"x264enc name=enc tune=zerolatency bitrate={start} key-int-max=100000 "
+        f"vbv-buf-capacity={a.vbv_ms} ! "
         f"rtph264pay pt=96 config-interval=-1 ! s.send_rtp_sink_0 "
         f"s.send_rtp_src_0 ! udpsink host={a.to[0]} port={a.to[1]} "
         f"{reports}"

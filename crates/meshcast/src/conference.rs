@@ -14,6 +14,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
 
+/// The longest `video_lag_ms` a scenario may ask: ten seconds, far past
+/// any encoder's rate control.
+const MAX_VIDEO_LAG_MS: f64 = 10_000.0;
+
 /// The highest `video_fps` a scenario may ask (the simulator runs every
 /// frame as an event; no camera is faster).
 const MAX_VIDEO_FPS: f64 = 240.0;
@@ -150,6 +154,7 @@ pub(crate) struct RawConference {
     keyframe_budget: Option<Spanned<bool>>,
     keyframe_requests: Option<Spanned<bool>>,
     video_kbps: Option<Spanned<f64>>,
+    video_lag_ms: Option<Spanned<f64>>,
 }
 
 impl RawConference {
@@ -482,6 +487,20 @@ pub(crate) fn check(
                 .unwrap_or(2.0);
             let ratio =
                 at_least_one(&raw.keyframe_ratio, "conference.keyframe_ratio")?.unwrap_or(8.0);
+            let lag_ms = checked(
+                &raw.video_lag_ms,
+                "conference.video_lag_ms",
+                &|v| (0.0..=MAX_VIDEO_LAG_MS).contains(&v),
+                "must be a number in 0..=10000",
+            )?
+            .unwrap_or(0.0);
+            if let (Some(lag), Some(_)) = (&raw.video_lag_ms, &raw.video_kbps) {
+                return Err(loc.err(
+                    lag.span(),
+                    "conference.video_lag_ms",
+                    "an encoder held at conference.video_kbps follows no offered rate to lag behind",
+                ));
+            }
             Some(VideoParams {
                 fps,
                 keyframe_interval: Duration::from_secs_f64(interval),
@@ -495,6 +514,7 @@ pub(crate) fn check(
                     .as_ref()
                     .map_or(raw.video_kbps.is_none(), |b| *b.get_ref()),
                 fixed_bps: positive(&raw.video_kbps, "conference.video_kbps")?.map(|k| k * 1e3),
+                lag: Duration::from_secs_f64(lag_ms / 1e3),
             })
         }
         None => {
@@ -502,6 +522,7 @@ pub(crate) fn check(
                 (&raw.keyframe_interval_s, "conference.keyframe_interval_s"),
                 (&raw.keyframe_ratio, "conference.keyframe_ratio"),
                 (&raw.video_kbps, "conference.video_kbps"),
+                (&raw.video_lag_ms, "conference.video_lag_ms"),
             ] {
                 if let Some(v) = v {
                     return Err(loc.err(v.span(), field, "needs conference.video_fps"));

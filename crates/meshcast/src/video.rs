@@ -63,6 +63,14 @@ pub struct VideoParams {
     /// offered rate, as an encoder set to a fixed bitrate. `None` follows
     /// the offered rate ([`CelerityPeer::offered_rate`]).
     pub fixed_bps: Option<f64>,
+    /// How long the encoder's rate control takes to follow the offered
+    /// rate (`conference.video_lag_ms`): each frame is sized at the rate
+    /// the peer offered this long before (the first offer until then), as
+    /// a real encoder's rate control reaches a new bitrate some frames
+    /// after it is set (x264 0.4–0.8 s after a REMB over real UDP;
+    /// docs/celerity.md, "An encoder that lags"). Zero follows at once.
+    /// Not with `fixed_bps`.
+    pub lag: Duration,
 }
 
 impl VideoParams {
@@ -262,6 +270,47 @@ pub struct VideoApp {
     incoming: BTreeMap<FlowId, Incoming>,
     /// The time of the last feed (the peer's events are read at it).
     now: Time,
+    /// The offered rates the encoder's rate control has yet to reach
+    /// ([`VideoParams::lag`]).
+    lagged: Lagged,
+}
+
+/// An encoder's rate control that reaches an offered rate `lag` after it
+/// was offered ([`VideoParams::lag`]).
+#[derive(Clone, Debug)]
+struct Lagged {
+    lag: Duration,
+    /// The rates offered at the frames of the last `lag` and the latest
+    /// one before it, oldest first.
+    offers: VecDeque<(Time, f64)>,
+}
+
+impl Lagged {
+    fn new(lag: Duration) -> Lagged {
+        Lagged {
+            lag,
+            offers: VecDeque::new(),
+        }
+    }
+
+    /// The rate a frame at `now` is sized at when `offered` is offered
+    /// now: the latest rate offered at least `lag` before (the first
+    /// offered while none is so old). Times come in order.
+    fn at(&mut self, now: Time, offered: f64) -> f64 {
+        if self.lag == Duration::ZERO {
+            return offered;
+        }
+        self.offers.push_back((now, offered));
+        let lag = self.lag;
+        while self
+            .offers
+            .get(1)
+            .is_some_and(|&(t, _)| now.saturating_since(t) >= lag)
+        {
+            self.offers.pop_front();
+        }
+        self.offers[0].1
+    }
 }
 
 impl VideoApp {
@@ -292,16 +341,25 @@ impl VideoApp {
             debt: 0.0,
             incoming: BTreeMap::new(),
             now: Time::ZERO,
+            lagged: Lagged::new(video.lag),
         }
+    }
+
+    /// The rate the encoder sizes a frame at `now` for, bits/s: the held
+    /// rate, else the rate the peer offered [`VideoParams::lag`] before
+    /// (the first offer it saw while it has seen none so old).
+    fn frame_rate(&mut self, now: Time) -> f64 {
+        if let Some(bps) = self.video.fixed_bps {
+            return bps;
+        }
+        let offered = self.peer.offered_rate().as_bps() as f64;
+        self.lagged.at(now, offered)
     }
 
     fn frames_due(&mut self, now: Time) {
         let gap = Duration::from_secs_f64(1.0 / self.video.fps);
         while !self.closed && self.next_frame <= now {
-            let bps = self
-                .video
-                .fixed_bps
-                .unwrap_or_else(|| self.peer.offered_rate().as_bps() as f64);
+            let bps = self.frame_rate(now);
             let budget = self
                 .video
                 .keyframe_budget
@@ -549,6 +607,7 @@ mod tests {
             keyframe_budget,
             keyframe_requests: false,
             fixed_bps: None,
+            lag: Duration::ZERO,
         }
     }
 
@@ -571,6 +630,35 @@ mod tests {
             ..v
         };
         assert_eq!(every.frame_bytes(7, bps, None), 1250);
+    }
+
+    #[test]
+    fn a_lagging_encoder_sizes_frames_at_the_rate_offered_a_lag_before() {
+        let ms = Time::from_millis;
+        // No lag: the rate offered now.
+        let mut now = Lagged::new(Duration::ZERO);
+        assert_eq!(now.at(ms(0), 100.0), 100.0);
+        assert_eq!(now.at(ms(33), 300.0), 300.0);
+        // 100 ms: the first offer until 100 ms have passed, then the
+        // latest offer at least 100 ms old (frames every 33 ms: at 132 ms
+        // the offer of 0 ms, the one of 33 ms being 99 ms old; at 165 ms
+        // that one).
+        let mut l = Lagged::new(Duration::from_millis(100));
+        let offers = [100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0];
+        let sized: Vec<f64> = offers
+            .iter()
+            .enumerate()
+            .map(|(k, &r)| l.at(ms(33 * k as u64), r))
+            .collect();
+        assert_eq!(sized, [100.0, 100.0, 100.0, 100.0, 100.0, 200.0, 300.0]);
+        // It keeps the offers of the last lag and the one before: 66 ms
+        // (132 ms old at 198 ms) to 198 ms.
+        assert_eq!(l.offers.len(), 5);
+        // A rate offered exactly a lag before is reached.
+        let mut l = Lagged::new(Duration::from_millis(100));
+        l.at(ms(0), 100.0);
+        l.at(ms(50), 200.0);
+        assert_eq!(l.at(ms(150), 300.0), 200.0);
     }
 
     #[test]

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""How long x264 takes to reach a new bitrate, by its VBV buffer's size.
+
+    /usr/bin/python3 tools/x264_lag.py [--vbv-ms 600 150 ...] [--pattern snow]
+
+For each VBV size (x264enc's `vbv-buf-capacity`, ms) it encodes 16 s of
+`videotestsrc` (320x240, 30 frames a second, `tune=zerolatency`, as
+`tools/gst_follow_rate.py` runs x264) starting at 600 kbit/s, sets the
+bitrate to 200 at 4 s, 600 at 8 s and 300 at 12 s, and prints one JSON
+line: for each change, when it was made, the rate over the second before
+it, and how long after it the rate over a sliding 200-ms window (taken at
+its centre) first came within 15% of the new bitrate (`null`: not within
+2 s), with the rate in the ten 100-ms bins after the change. The default
+pattern, `snow` (noise), is one no encoder can make smaller than its
+bitrate, so the encoder's rate control alone sets the rate.
+
+The simulator's encoders lag by `conference.video_lag_ms`
+(docs/scenario-format.md); docs/celerity.md, "An encoder that lags",
+gives what this printed on this project's machine. Needs Python's GObject
+bindings and GStreamer 1.x with x264enc (Debian: python3-gi
+gir1.2-gstreamer-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-ugly),
+for the system's /usr/bin/python3.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+# (seconds from the first frame, new bitrate in kbit/s); None ends the run.
+CHANGES = [(4.0, 200), (8.0, 600), (12.0, 300), (16.0, None)]
+START_KBPS = 600
+WINDOW_S = 0.2
+WITHIN = 0.15
+
+
+def measure(Gst, GLib, vbv_ms, pattern):
+    """The frames x264 made (seconds since the first, bytes) and the
+    changes made (seconds, kbit/s), for one VBV size."""
+    pipeline = Gst.parse_launch(
+        f"videotestsrc is-live=true pattern={pattern} ! "
+        "video/x-raw,width=320,height=240,framerate=30/1 ! "
+        f"x264enc name=enc tune=zerolatency bitrate={START_KBPS} key-int-max=100000 "
+        f"vbv-buf-capacity={vbv_ms} ! appsink name=out emit-signals=true sync=false"
+    )
+    enc = pipeline.get_by_name("enc")
+    frames = []
+    first = []
+
+    def on_sample(sink):
+        buf = sink.emit("pull-sample").get_buffer()
+        now = time.monotonic()
+        if not first:
+            first.append(now)
+        frames.append((now - first[0], buf.get_size()))
+        return Gst.FlowReturn.OK
+
+    pipeline.get_by_name("out").connect("new-sample", on_sample)
+    loop = GLib.MainLoop()
+    pending = list(CHANGES)
+    made = []
+
+    def tick():
+        if not first:
+            return True
+        t = time.monotonic() - first[0]
+        while pending and t >= pending[0][0]:
+            _, rate = pending.pop(0)
+            if rate is None:
+                loop.quit()
+                return False
+            enc.set_property("bitrate", rate)
+            made.append((t, rate))
+        return True
+
+    failure = []
+
+    def on_message(_bus, msg):
+        if msg.type == Gst.MessageType.ERROR:
+            err, detail = msg.parse_error()
+            failure.append(f"{err.message} ({detail})")
+            loop.quit()
+
+    bus = pipeline.get_bus()
+    bus.add_signal_watch()
+    bus.connect("message", on_message)
+    GLib.timeout_add(5, tick)
+    pipeline.set_state(Gst.State.PLAYING)
+    try:
+        loop.run()
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+    if failure:
+        sys.exit("GStreamer: " + "; ".join(failure))
+    return frames, made
+
+
+def rate_kbps(frames, a, b):
+    """The rate of the frames made in [a, b), kbit/s."""
+    return sum(size for t, size in frames if a <= t < b) * 8 / (b - a) / 1000
+
+
+def reached(frames, at, target):
+    """Seconds after `at` at which the sliding window's rate, dated at its
+    centre, first comes within WITHIN of `target`; None within 2 s."""
+    for k in range(1, 41):
+        end = at + 0.05 * k
+        if abs(rate_kbps(frames, end - WINDOW_S, end) - target) <= WITHIN * target:
+            return round(end - WINDOW_S / 2 - at, 2)
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--vbv-ms", type=int, nargs="+", default=[600, 300, 150, 100],
+                   help="VBV sizes to measure, ms (1-10000; default 600 300 150 100)")
+    p.add_argument("--pattern", default="snow", help="videotestsrc's pattern (default snow)")
+    a = p.parse_args()
+    for v in a.vbv_ms:
+        if not 1 <= v <= 10000:
+            p.error(f"--vbv-ms {v} is not in 1-10000")
+
+    import gi
+
+    gi.require_version("Gst", "1.0")
+    from gi.repository import GLib, Gst
+
+    Gst.init(None)
+    for element in ("videotestsrc", "x264enc", "appsink"):
+        if Gst.ElementFactory.find(element) is None:
+            sys.exit(f"GStreamer has no {element}")
+    for vbv in a.vbv_ms:
+        frames, made = measure(Gst, GLib, vbv, a.pattern)
+        changes = [
+            {
+                "at_s": round(t, 2),
+                "kbps": rate,
+                "before_kbps": round(rate_kbps(frames, t - 1.0, t)),
+                "reached_s": reached(frames, t, rate),
+                "bins_kbps": [round(rate_kbps(frames, t + 0.1 * i, t + 0.1 * (i + 1)))
+                              for i in range(10)],
+            }
+            for t, rate in made
+        ]
+        print(json.dumps({"vbv_ms": vbv, "pattern": a.pattern, "changes": changes}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
