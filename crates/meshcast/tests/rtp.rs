@@ -704,21 +704,29 @@ fn an_ffmpeg_stream_sent_before_the_rate_climbs_gets_through() {
     assert!(r.known <= 100, "without the rules: known {}", r.known);
 }
 
+/// What [`audio_and_video`] measured.
+struct AvRun {
+    /// Video and audio frames the receiver decoded.
+    frames: usize,
+    samples: usize,
+    /// For each flash from 2 s on, how far the nearest onset of a beep
+    /// is from it (s; [`av_offsets`]).
+    offsets: Vec<f64>,
+    a: Value,
+    b: Value,
+}
+
 /// A participant's audio and video through one input, to a receiver with
-/// a port for each (docs/node.md, "Sender reports and several streams").
-/// ffmpeg sends 8 s of a test pattern (MPEG-4 part 2, payload type 96)
-/// and a tone (Opus, 97) as two RTP streams to A's input, their sender
-/// reports to A's `input_rtcp`; B sends A's payload type 97 to the audio
-/// ports of the receiving ffmpeg, whose SDP has a video and an audio
-/// stream, and the rest to its video ports. Measured: 198 of 200 video
-/// frames and 401 audio frames of 20 ms decoded, 4 reports carried and
-/// delivered; without `output_types`, 197 video frames and no audio (the
-/// video port's session drops what is not its type).
-#[test]
-fn a_participants_audio_and_video_reach_a_port_each() {
-    if !have_ffmpeg() {
-        return;
-    }
+/// a port for each ([`a_participants_audio_and_video_reach_a_port_each`]).
+/// ffmpeg sends 8 s of video (MPEG-4 part 2, payload type 96) that flashes
+/// white for its first frame of every second, and 7.5 s of audio (Opus,
+/// 97) that starts half a second later and beeps for 20 ms at every whole
+/// second of the video's clock, as two RTP streams into A, their sender
+/// reports to A's `input_rtcp` (with `reports`; else A has none and they
+/// go nowhere). B sends A's payload type 97 to the audio ports of the
+/// receiving ffmpeg, whose SDP has a video and an audio stream, and the
+/// rest to its video ports.
+fn audio_and_video(reports: bool) -> AvRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     // Each with the port after it free: the receiver's RTCP ports.
@@ -727,11 +735,16 @@ fn a_participants_audio_and_video_reach_a_port_each() {
     };
     let metrics_port = free_ports(1, true)[0];
     let common = pair(a, b, 1000, "");
+    let takes_reports = if reports {
+        format!("input_rtcp = \"127.0.0.1:{input_rtcp}\"\n")
+    } else {
+        String::new()
+    };
     let node_a = node(
         d,
         "A",
         &format!(
-            "id = \"A\"\nmetrics_listen = \"127.0.0.1:{metrics_port}\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\ninput_rtcp = \"127.0.0.1:{input_rtcp}\"\n"
+            "id = \"A\"\nmetrics_listen = \"127.0.0.1:{metrics_port}\"\n{common}[media]\ninput = \"127.0.0.1:{input}\"\n{takes_reports}"
         ),
     );
     let node_b = node(
@@ -751,15 +764,10 @@ fn a_participants_audio_and_video_reach_a_port_each() {
     let outputs = [("0:v", "video.crc"), ("0:a", "audio.crc")];
     let receiver = ffmpeg_receiver(d, &sdp, &outputs, Duration::ZERO);
     let to = |port: u16, pkt: &str| format!("rtp://127.0.0.1:{port}?rtcpport={input_rtcp}{pkt}");
-    let mut sender = Command::new("ffmpeg");
-    sender.args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"]);
-    for source in [
-        "testsrc=size=320x240:rate=25",
-        "sine=frequency=440:sample_rate=48000",
-    ] {
-        sender.args(["-t", "8", "-f", "lavfi", "-i", source]);
-    }
-    let sender = sender
+    let sender = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-re"])
+        .args(["-t", "8", "-f", "lavfi", "-i", FLASHES])
+        .args(["-t", "7.5", "-itsoffset", "0.5", "-f", "lavfi", "-i", BEEPS])
         .args(["-map", "0:v", "-c:v", "mpeg4", "-b:v", "300k", "-g", "25"])
         .args(["-payload_type", "96", "-f", "rtp"])
         .arg(to(input, "&pkt_size=1200"))
@@ -770,28 +778,140 @@ fn a_participants_audio_and_video_reach_a_port_each() {
         .output()
         .expect("ffmpeg sends");
     let (received, [sa, sb]) = after_sending(d, &sender, receiver, node_a, node_b);
-    let (frames, samples) = (
-        frame_crcs(&d.join("video.crc")).len(),
-        frame_crcs(&d.join("audio.crc")).len(),
-    );
+    let (video, audio) = (d.join("video.crc"), d.join("audio.crc"));
+    let (frames, samples) = (frame_crcs(&video).len(), frame_crcs(&audio).len());
+    let offsets = av_offsets(&crc_times(&video), &crc_times(&audio), 2.0);
     eprintln!(
-        "video frames {frames}, audio frames {samples}; A: {}; B: {}",
+        "reports {reports}: video frames {frames}, audio frames {samples}, beeps from flashes {offsets:?} s; A: {}; B: {}",
         sa["net"], sb["net"]
     );
-    if frames < 180 || samples < 360 {
+    if frames < 180 || samples < 340 {
         // Where the frames went missing, and what the receiver said.
         eprintln!(
             "video timestamps {:?}\naudio timestamps {:?}\nreceiver: {received}",
-            timestamp_runs(&d.join("video.crc")),
-            timestamp_runs(&d.join("audio.crc"))
+            timestamp_runs(&video),
+            timestamp_runs(&audio)
         );
     }
-    // 200 video frames and 400 audio frames of 20 ms were sent.
-    assert!(frames >= 180, "video frames {frames}");
-    assert!(samples >= 360, "audio frames {samples}");
-    let reports = sa["net"]["encoder_reports"].as_u64().unwrap_or(0);
-    assert!(reports >= 2, "{}", sa["net"]);
-    assert!(sb["net"]["rtcp_out"].as_u64() >= Some(1), "{}", sb["net"]);
+    AvRun {
+        frames,
+        samples,
+        offsets,
+        a: sa,
+        b: sb,
+    }
+}
+
+/// Black video, white for the first frame (40 ms) of every second.
+const FLASHES: &str = "color=c=black:s=320x240:r=25,drawbox=x=0:y=0:w=320:h=240:color=white:t=fill:enable='lt(mod(t\\,1)\\,0.04)'";
+
+/// Silence with a 20-ms beep at every half second past a whole one of
+/// its own clock: at every whole second of the video's once it starts
+/// half a second after it.
+const BEEPS: &str = "aevalsrc='if(lt(mod(t+0.5\\,1)\\,0.02)\\,sin(2*PI*1000*t)\\,0)':s=48000";
+
+/// The frames of a `framecrc` file of one stream: each one's time (s, in
+/// the file's time base) and checksum.
+fn crc_times(path: &Path) -> Vec<(f64, String)> {
+    let mut base = 0.0;
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        if let Some(tb) = line.strip_prefix("#tb ") {
+            let (num, den) = tb
+                .split_once(':')
+                .and_then(|(_, r)| r.trim().split_once('/'))
+                .expect("a time base");
+            base = num.parse::<f64>().expect("a number") / den.parse::<f64>().expect("a number");
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if let (Some(pts), Some(crc)) = (fields.get(2), fields.last()) {
+            if let Ok(pts) = pts.parse::<i64>() {
+                out.push((pts as f64 * base, (*crc).to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// The times of the frames whose checksum is not the stream's most
+/// common one (its black frame or its silence); with `onsets`, only the
+/// first of each run of them (a beep rings on in the frames after it).
+fn marked(frames: &[(f64, String)], onsets: bool) -> Vec<f64> {
+    let mut counts = std::collections::HashMap::new();
+    for (_, crc) in frames {
+        *counts.entry(crc.as_str()).or_insert(0usize) += 1;
+    }
+    let Some(plain) = counts.iter().max_by_key(|&(_, n)| *n).map(|(c, _)| *c) else {
+        return Vec::new();
+    };
+    frames
+        .iter()
+        .enumerate()
+        .filter(|&(i, (_, crc))| crc != plain && (!onsets || i == 0 || frames[i - 1].1 == plain))
+        .map(|(_, &(t, _))| t)
+        .collect()
+}
+
+/// For each flash of `video` from `from` s on, the time from it to the
+/// nearest onset of a beep in `audio` (s; infinite with no beep).
+fn av_offsets(video: &[(f64, String)], audio: &[(f64, String)], from: f64) -> Vec<f64> {
+    let beeps = marked(audio, true);
+    marked(video, false)
+        .into_iter()
+        .filter(|&t| t >= from)
+        .map(|flash| {
+            beeps
+                .iter()
+                .map(|&b| b - flash)
+                .min_by(|x, y| x.abs().total_cmp(&y.abs()))
+                .unwrap_or(f64::INFINITY)
+        })
+        .collect()
+}
+
+/// A participant's audio and video through one input, to a receiver with
+/// a port for each, in sync (docs/node.md, "Sender reports and several
+/// streams"; [`audio_and_video`]). With the encoder's sender reports
+/// carried the receiver lines its streams up by them (RFC 3550 §6.4.1):
+/// every flash from 2 s on has a beep within 25 ms (measured: 4.5 ms
+/// early, that is within one audio frame of 20 ms). Without them it can
+/// only start each stream at its first packet, and every beep is half a
+/// second from a flash, the audio's late start (measured: 0.5 s). Both
+/// runs decoded 198 of 200 video frames and 376 audio frames of 20 ms
+/// (375 sent; Opus's decoder adds one); A carried 4 reports and B
+/// delivered them. Without `output_types`, 197 video frames and no audio
+/// (the video port's session drops what is not its type; by hand, with a
+/// test pattern and a tone).
+#[test]
+fn a_participants_audio_and_video_reach_a_port_each() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let r = audio_and_video(true);
+    // 200 video frames and 375 audio frames of 20 ms were sent.
+    assert!(r.frames >= 180, "video frames {}", r.frames);
+    assert!(r.samples >= 340, "audio frames {}", r.samples);
+    let reports = r.a["net"]["encoder_reports"].as_u64().unwrap_or(0);
+    assert!(reports >= 2, "{}", r.a["net"]);
+    assert!(r.b["net"]["rtcp_out"].as_u64() >= Some(1), "{}", r.b["net"]);
+    assert!(r.offsets.len() >= 4, "{:?}", r.offsets);
+    assert!(
+        r.offsets.iter().all(|o| o.abs() <= 0.025),
+        "beeps from flashes {:?} s",
+        r.offsets
+    );
+    let apart = audio_and_video(false);
+    assert_eq!(apart.a["net"]["encoder_reports"].as_u64(), Some(0));
+    assert!(apart.offsets.len() >= 4, "{:?}", apart.offsets);
+    assert!(
+        apart.offsets.iter().all(|o| o.abs() >= 0.4),
+        "without the reports, beeps from flashes {:?} s",
+        apart.offsets
+    );
 }
 
 /// What a late receiver got in [`late_receiver`].
