@@ -79,6 +79,23 @@ def feedback(datagram):
     return out
 
 
+def stop_on_error(Gst, pipeline, loop):
+    """Quit `loop` on the first error `pipeline`'s bus posts; the list
+    returned collects each error's message."""
+    failure = []
+
+    def on_message(_bus, msg):
+        if msg.type == Gst.MessageType.ERROR:
+            err, detail = msg.parse_error()
+            failure.append(f"{err.message} ({detail})")
+            loop.quit()
+
+    bus = pipeline.get_bus()
+    bus.add_signal_watch()
+    bus.connect("message", on_message)
+    return failure
+
+
 def address(text):
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -202,17 +219,7 @@ def main():
                             record["bitrates"].append([since(), rate])
 
     loop = GLib.MainLoop()
-    bus = pipeline.get_bus()
-    bus.add_signal_watch()
-    failure = []
-
-    def on_message(_bus, msg):
-        if msg.type == Gst.MessageType.ERROR:
-            err, detail = msg.parse_error()
-            failure.append(f"{err.message} ({detail})")
-            loop.quit()
-
-    bus.connect("message", on_message)
+    failure = stop_on_error(Gst, pipeline, loop)
     for sig in (signal.SIGINT, signal.SIGTERM):
         GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, sig, lambda *_: loop.quit() or False)
     if a.seconds:

@@ -24,8 +24,12 @@ for the system's /usr/bin/python3.
 
 import argparse
 import json
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gst_follow_rate import stop_on_error  # noqa: E402  (a script beside this one)
 
 # (seconds from the first frame, new bitrate in kbit/s); None ends the run.
 CHANGES = [(4.0, 200), (8.0, 600), (12.0, 300), (16.0, None)]
@@ -73,17 +77,7 @@ def measure(Gst, GLib, vbv_ms, pattern):
             made.append((t, rate))
         return True
 
-    failure = []
-
-    def on_message(_bus, msg):
-        if msg.type == Gst.MessageType.ERROR:
-            err, detail = msg.parse_error()
-            failure.append(f"{err.message} ({detail})")
-            loop.quit()
-
-    bus = pipeline.get_bus()
-    bus.add_signal_watch()
-    bus.connect("message", on_message)
+    failure = stop_on_error(Gst, pipeline, loop)
     GLib.timeout_add(5, tick)
     pipeline.set_state(Gst.State.PLAYING)
     try:
