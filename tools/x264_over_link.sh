@@ -12,8 +12,9 @@
 # writing what it depayloads. It runs SECONDS (default 30), keeps every
 # file in DIR (default a new directory under /tmp) and prints what B
 # received of A's session each second, the offer's peak in the first 15 s
-# and its lowest in the 8 s after, and the frames the receiver's stream
-# decodes. The namespaces are removed on exit, however it ends.
+# and its lowest in the 8 s after, the frames the receiver's stream
+# decodes and how late A measured x264 to follow the offer (its summary's
+# peer.app_lag_ms). The namespaces are removed on exit, however it ends.
 #
 # The simulated counterpart is scenarios/celerity/encoder-lag.toml
 # (docs/celerity.md, "An encoder that lags"). Needs root, iproute2 with
@@ -102,5 +103,7 @@ print(json.dumps({
     "b_received_kbps": [round(x) for x in got],
     "b_mean_10_30_kbps": round(sum(late) / len(late), 1) if late else None,
     "frames_decoded": int(frames),
+    # How late A measured its encoder to follow the offer (docs/node.md).
+    "a_app_lag_ms": json.load(open(f"{out}/out-A/summary.json"))["peer"].get("app_lag_ms"),
 }))
 PY

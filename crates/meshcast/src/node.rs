@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use meshcast_core::metrics::FlowRecorder;
 use meshcast_core::{Addr, DropCause, Event, FlowId, NodeId, Time};
 use meshcast_net::{AddrBook, MediaPorts, Node, TypeOutput};
-use meshcast_proto::celerity::{CelerityConfig, CelerityPeer, PeerCounters};
+use meshcast_proto::celerity::{CelerityConfig, CelerityPeer};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -698,7 +698,8 @@ pub struct NetSummary {
     pub timer_late_ms_max: Option<f64>,
 }
 
-/// [`PeerCounters`] for the summary.
+/// The peer's counters ([`meshcast_proto::celerity::PeerCounters`]) and
+/// its measure of its encoder's lag, for the summary.
 #[derive(Serialize, Debug, Clone, Copy)]
 pub struct PeerSummary {
     /// Data packets dropped as older than the delay bound.
@@ -732,6 +733,9 @@ pub struct PeerSummary {
     /// after an overload (docs/celerity.md, "An overload that has
     /// drained").
     pub rebases: u64,
+    /// How late this node's encoder followed the rate offered it, ms, as
+    /// last measured ([`CelerityPeer::app_lag`]); `null` if never.
+    pub app_lag_ms: Option<f64>,
 }
 
 impl NetSummary {
@@ -764,7 +768,8 @@ impl NetSummary {
 }
 
 impl PeerSummary {
-    fn of(c: &PeerCounters) -> PeerSummary {
+    fn of(peer: &CelerityPeer) -> PeerSummary {
+        let c = peer.counters();
         PeerSummary {
             late: c.late,
             shaped: c.shaped,
@@ -779,6 +784,9 @@ impl PeerSummary {
             keyframe_requests_sent: c.keyframe_requests_sent,
             keyframe_requests_received: c.keyframe_requests_received,
             rebases: c.rebases,
+            app_lag_ms: peer
+                .app_lag()
+                .map(|d| crate::report::r(d.as_millis_f64(), 0)),
         }
     }
 }
@@ -946,7 +954,7 @@ pub fn run_node(cfg: &NodeConfig, started: impl FnOnce(SocketAddr)) -> anyhow::R
         duration_s: end.as_secs_f64(),
         flows,
         net: NetSummary::of(&done),
-        peer: PeerSummary::of(done.endpoint.counters()),
+        peer: PeerSummary::of(&done.endpoint),
         packets: packets.into_inner(),
     })
 }

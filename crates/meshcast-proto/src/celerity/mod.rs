@@ -29,6 +29,7 @@
 //! from which tails recover what their links lost (§5.4, the `recovery`
 //! module, with `meshcast_coding`).
 
+pub mod app_lag;
 mod base_delay;
 mod peer;
 mod recovery;

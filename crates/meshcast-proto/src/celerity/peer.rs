@@ -1612,6 +1612,9 @@ pub const MEDIA_BYTES: std::ops::RangeInclusive<u32> = 16..=MAX_APP_MEDIA as u32
 /// what arrived for the application.
 #[derive(Debug, Default)]
 struct AppMedia {
+    /// How late the application follows the rate it is offered
+    /// ([`CelerityPeer::app_lag`]).
+    lag: super::app_lag::AppLag,
     /// Units waiting to be sent, with when they were handed over: a
     /// unit's data packet carries that as its origin, so its wait here for
     /// the rate (an encoder's frame comes in a burst the rate spreads out)
@@ -2745,6 +2748,19 @@ impl CelerityPeer {
         self.queue_control(m, now, &c, Duration::ZERO);
         self.counters.keyframe_requests_sent += 1;
         true
+    }
+
+    /// How late this peer's application follows the rate it is offered
+    /// ([`CelerityPeer::offered_rate`]), as last measured: the delay at
+    /// which what it handed over over the last twelve seconds best follows
+    /// the offer (module [`super::app_lag`]). `None` without application
+    /// media, before six seconds of it, and while the offer has not moved
+    /// enough, or the application has not followed it closely enough, to
+    /// tell. A diagnosis: an encoder that follows 300 ms late or more costs
+    /// the conference a good part of its rate (docs/celerity.md, "An
+    /// encoder that lags").
+    pub fn app_lag(&self) -> Option<Duration> {
+        self.app.as_ref().and_then(|a| a.lag.estimate())
     }
 
     /// The rate this peer's session sends at, bits/s (what an encoder
@@ -4162,6 +4178,9 @@ impl CelerityPeer {
             );
             if self.last_offered != Some(offer) {
                 self.last_offered = Some(offer);
+                if let Some(app) = &mut self.app {
+                    app.lag.offer(now, offer.0.as_bps() as f64);
+                }
                 self.events.push_back(Event::RateOffered {
                     flow: self.cfg.flows[self.me],
                     rate: offer.0,
@@ -5595,6 +5614,7 @@ impl Endpoint for CelerityPeer {
         }
         app.queue.push_back((now, payload.to_vec()));
         app.started = true;
+        app.lag.handed(now, payload.len());
         if self.cfg.params.source_excess {
             app.count_handed(now, payload.len(), self.src.rate_kbps);
         }
