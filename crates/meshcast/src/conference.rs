@@ -132,6 +132,7 @@ pub(crate) struct RawConference {
     rebound: Option<Spanned<f64>>,
     rebound_steady: Option<bool>,
     drain_hold: Option<Spanned<f64>>,
+    app_lead: Option<Spanned<f64>>,
     late_release: Option<bool>,
     drain_release: Option<bool>,
     rebase: Option<bool>,
@@ -454,6 +455,14 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.rebound_steady {
         params.rebound_steady = r;
+    }
+    if let Some(v) = checked(
+        &raw.app_lead,
+        "conference.app_lead",
+        &|v| (0.0..=2.0).contains(&v),
+        "must be a number in 0..=2",
+    )? {
+        params.app_lead = v;
     }
     if let Some(v) = non_negative(&raw.drain_hold, "conference.drain_hold")? {
         params.drain_hold = v;

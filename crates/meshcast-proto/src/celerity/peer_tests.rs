@@ -3833,3 +3833,34 @@ fn a_keyframe_request_reaches_the_sources_application() {
     assert_eq!(peers[0].counters().keyframe_requests_received, 1);
     assert_eq!(peers[1].counters().keyframe_requests_received, 0);
 }
+
+/// The lead on a lagging application's offer (`CelerityParams::app_lead`):
+/// the latest rate plus the gain times its move over the lag, within half
+/// the rate either way.
+#[test]
+fn a_lagging_applications_offer_leads_by_the_rates_move_over_its_lag() {
+    let at = |ms: u64| Time::from_millis(ms);
+    let rates: VecDeque<(Time, f64)> = [(0, 100.0), (300, 120.0), (600, 150.0), (900, 160.0)]
+        .into_iter()
+        .map(|(t, r)| (at(t), r))
+        .collect();
+    let lag = |ms| Duration::from_millis(ms);
+    // 400 ms before 900 ms the rate was 120 (packed at 300 ms): 160 + 40.
+    assert_eq!(lead_from(&rates, at(900), lag(400), 1.0), 200.0);
+    assert_eq!(lead_from(&rates, at(900), lag(400), 0.5), 180.0);
+    // Exactly a packing back.
+    assert_eq!(lead_from(&rates, at(900), lag(300), 1.0), 170.0);
+    // Longer than the memory: the oldest kept; and within half the rate.
+    assert_eq!(lead_from(&rates, at(900), lag(5000), 1.0), 220.0);
+    assert_eq!(lead_from(&rates, at(900), lag(5000), 2.0), 240.0);
+    // A fall leads downwards, not under half the rate.
+    let falling: VecDeque<(Time, f64)> = [(0, 300.0), (300, 200.0), (600, 100.0)]
+        .into_iter()
+        .map(|(t, r)| (at(t), r))
+        .collect();
+    assert_eq!(lead_from(&falling, at(600), lag(300), 1.0), 50.0);
+    assert_eq!(lead_from(&falling, at(600), lag(300), 0.25), 75.0);
+    // No gain, no lead; no packing, nothing.
+    assert_eq!(lead_from(&rates, at(900), lag(400), 0.0), 160.0);
+    assert_eq!(lead_from(&VecDeque::new(), at(900), lag(400), 1.0), 0.0);
+}
