@@ -734,7 +734,8 @@ pub struct PeerSummary {
     /// drained").
     pub rebases: u64,
     /// How late this node's encoder followed the rate offered it, ms, as
-    /// last measured ([`CelerityPeer::app_lag`]); `null` if never.
+    /// measured at the end ([`CelerityPeer::app_lag`]); `null` if it could
+    /// not tell.
     pub app_lag_ms: Option<f64>,
 }
 

@@ -67,8 +67,9 @@ pub struct VideoParams {
     /// rate (`conference.video_lag_ms`): each frame is sized at the rate
     /// the peer offered this long before (the first offer until then), as
     /// a real encoder's rate control reaches a new bitrate some frames
-    /// after it is set (x264 0.4–0.8 s after a REMB over real UDP;
-    /// docs/celerity.md, "An encoder that lags"). Zero follows at once.
+    /// after it is set (x264 through GStreamer 0.4–0.9 s at its default
+    /// 600-ms VBV buffer, 0.15–0.3 s at 150 ms; docs/celerity.md, "An
+    /// encoder that lags"). Zero follows at once.
     /// Not with `fixed_bps`.
     pub lag: Duration,
 }

@@ -2824,12 +2824,13 @@ impl CelerityPeer {
     }
 
     /// How late this peer's application follows the rate it is offered
-    /// ([`CelerityPeer::offered_rate`]), as last measured: the delay at
-    /// which what it handed over over the last twelve seconds best follows
-    /// the offer (module [`super::app_lag`]). `None` without application
-    /// media, before six seconds of it, and while the offer has not moved
-    /// enough, or the application has not followed it closely enough, to
-    /// tell. A diagnosis: an encoder that follows 300 ms late or more costs
+    /// ([`CelerityPeer::offered_rate`]), as measured: the median of its
+    /// latest fits, each the delay at which what it handed over in the
+    /// last twelve seconds best follows the offer (module
+    /// [`super::app_lag`]; within about 150 ms). `None` without
+    /// application media, before six seconds of it, and until the offer
+    /// has moved enough, and the application followed it closely enough,
+    /// to tell. A diagnosis: an encoder that follows 300 ms late or more costs
     /// the conference a good part of its rate (docs/celerity.md, "An
     /// encoder that lags").
     pub fn app_lag(&self) -> Option<Duration> {
