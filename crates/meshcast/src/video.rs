@@ -34,6 +34,7 @@
 //! request").
 
 use meshcast_core::{Addr, Duration, Endpoint, Event, FlowId, Time, Transmit};
+use meshcast_proto::celerity::app_lag::RateHistory;
 use meshcast_proto::celerity::{CelerityPeer, MEDIA_BYTES};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -281,16 +282,15 @@ pub struct VideoApp {
 #[derive(Clone, Debug)]
 struct Lagged {
     lag: Duration,
-    /// The rates offered at the frames of the last `lag` and the latest
-    /// one before it, oldest first.
-    offers: VecDeque<(Time, f64)>,
+    /// The rates offered at the frames, as far back as `lag` needs.
+    offers: RateHistory,
 }
 
 impl Lagged {
     fn new(lag: Duration) -> Lagged {
         Lagged {
             lag,
-            offers: VecDeque::new(),
+            offers: RateHistory::new(lag),
         }
     }
 
@@ -301,16 +301,8 @@ impl Lagged {
         if self.lag == Duration::ZERO {
             return offered;
         }
-        self.offers.push_back((now, offered));
-        let lag = self.lag;
-        while self
-            .offers
-            .get(1)
-            .is_some_and(|&(t, _)| now.saturating_since(t) >= lag)
-        {
-            self.offers.pop_front();
-        }
-        self.offers[0].1
+        self.offers.push(now, offered);
+        self.offers.before(now, self.lag).unwrap_or(offered)
     }
 }
 

@@ -262,6 +262,66 @@ fn residual(handed: &[f64], offered: &[f64]) -> f64 {
     if oo <= 0.0 { hh } else { hh - ho * ho / oo }
 }
 
+/// Rates at times, oldest first, kept as far back as a lookup of `keep`
+/// ago needs: the latest at least `keep` old and everything since. The
+/// source's lead keeps its packings' rates in one
+/// ([`CelerityParams::app_lead`](super::CelerityParams::app_lead)), and
+/// the simulator's lagging encoder the rates it was offered.
+#[derive(Clone, Debug, Default)]
+pub struct RateHistory {
+    keep: Duration,
+    rates: VecDeque<(Time, f64)>,
+}
+
+impl RateHistory {
+    /// An empty history that keeps what a lookup of `keep` ago needs.
+    pub fn new(keep: Duration) -> RateHistory {
+        RateHistory {
+            keep,
+            rates: VecDeque::new(),
+        }
+    }
+
+    /// Note `rate` at `now` (times come in order), and forget what no
+    /// lookup of `keep` ago needs any more.
+    pub fn push(&mut self, now: Time, rate: f64) {
+        self.rates.push_back((now, rate));
+        while self
+            .rates
+            .get(1)
+            .is_some_and(|&(t, _)| now.saturating_since(t) >= self.keep)
+        {
+            self.rates.pop_front();
+        }
+    }
+
+    /// The latest rate noted.
+    pub fn latest(&self) -> Option<f64> {
+        self.rates.back().map(|&(_, r)| r)
+    }
+
+    /// The latest rate noted at least `ago` before `now`, or the oldest
+    /// kept where none is so old; `None` while empty.
+    pub fn before(&self, now: Time, ago: Duration) -> Option<f64> {
+        self.rates
+            .iter()
+            .rev()
+            .find(|&&(t, _)| now.saturating_since(t) >= ago)
+            .or(self.rates.front())
+            .map(|&(_, r)| r)
+    }
+
+    /// How many rates are kept.
+    pub fn len(&self) -> usize {
+        self.rates.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.rates.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

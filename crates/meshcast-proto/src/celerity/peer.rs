@@ -1,5 +1,6 @@
 //! The Celerity peer state machine.
 
+use super::app_lag::RateHistory;
 use super::base_delay::{BaseDelay, Rebase};
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::schedule::Schedule;
@@ -1561,16 +1562,10 @@ pub const EXCESS_WAIT: Duration = Duration::from_millis(30);
 /// application `lag` late: the latest rate plus `gain` times how far it
 /// moved since the latest packing at least `lag` before (the oldest kept,
 /// where none is), within [`APP_LEAD_CLAMP`] of it.
-fn lead_from(rates: &VecDeque<(Time, f64)>, now: Time, lag: Duration, gain: f64) -> f64 {
-    let Some(&(_, rate)) = rates.back() else {
+fn lead_from(rates: &RateHistory, now: Time, lag: Duration, gain: f64) -> f64 {
+    let (Some(rate), Some(then)) = (rates.latest(), rates.before(now, lag)) else {
         return 0.0;
     };
-    let then = rates
-        .iter()
-        .rev()
-        .find(|&&(t, _)| now.saturating_since(t) >= lag)
-        .unwrap_or(&rates[0])
-        .1;
     (rate + gain * (rate - then))
         .clamp((1.0 - APP_LEAD_CLAMP) * rate, (1.0 + APP_LEAD_CLAMP) * rate)
 }
@@ -1664,10 +1659,10 @@ struct AppMedia {
     /// How late the application follows the rate it is offered
     /// ([`CelerityPeer::app_lag`]).
     lag: super::app_lag::AppLag,
-    /// The session's rates at each packing of the last second and a half
-    /// (and the one before), oldest first, and the rate offered the
+    /// The session's rates at each packing, as far back as the longest
+    /// lag measured needs ([`APP_LEAD_MEMORY`]), and the rate offered the
     /// application (kbit/s).
-    rates: VecDeque<(Time, f64)>,
+    rates: RateHistory,
     offer_kbps: Option<f64>,
     /// Units waiting to be sent, with when they were handed over: a
     /// unit's data packet carries that as its origin, so its wait here for
@@ -1701,14 +1696,7 @@ impl AppMedia {
     /// application's lag is unknown or under [`APP_LEAD_FROM`]. Keeps the
     /// packings' rates of the last [`APP_LEAD_MEMORY`].
     fn lead_offer(&mut self, now: Time, rate: f64, gain: f64) -> Option<f64> {
-        self.rates.push_back((now, rate));
-        while self
-            .rates
-            .get(1)
-            .is_some_and(|&(t, _)| now.saturating_since(t) >= APP_LEAD_MEMORY)
-        {
-            self.rates.pop_front();
-        }
+        self.rates.push(now, rate);
         let lag = self.lag.estimate().filter(|&l| l >= APP_LEAD_FROM)?;
         Some(lead_from(&self.rates, now, lag, gain))
     }
@@ -2785,6 +2773,7 @@ impl CelerityPeer {
     pub fn set_app_media(&mut self, on: bool, probe: bool) {
         self.app = on.then(|| AppMedia {
             started: !probe,
+            rates: RateHistory::new(APP_LEAD_MEMORY),
             ..AppMedia::default()
         });
     }

@@ -3840,10 +3840,14 @@ fn a_keyframe_request_reaches_the_sources_application() {
 #[test]
 fn a_lagging_applications_offer_leads_by_the_rates_move_over_its_lag() {
     let at = |ms: u64| Time::from_millis(ms);
-    let rates: VecDeque<(Time, f64)> = [(0, 100.0), (300, 120.0), (600, 150.0), (900, 160.0)]
-        .into_iter()
-        .map(|(t, r)| (at(t), r))
-        .collect();
+    let history = |points: &[(u64, f64)]| {
+        let mut h = RateHistory::new(APP_LEAD_MEMORY);
+        for &(t, r) in points {
+            h.push(at(t), r);
+        }
+        h
+    };
+    let rates = history(&[(0, 100.0), (300, 120.0), (600, 150.0), (900, 160.0)]);
     let lag = |ms| Duration::from_millis(ms);
     // 400 ms before 900 ms the rate was 120 (packed at 300 ms): 160 + 40.
     assert_eq!(lead_from(&rates, at(900), lag(400), 1.0), 200.0);
@@ -3854,13 +3858,10 @@ fn a_lagging_applications_offer_leads_by_the_rates_move_over_its_lag() {
     assert_eq!(lead_from(&rates, at(900), lag(5000), 1.0), 220.0);
     assert_eq!(lead_from(&rates, at(900), lag(5000), 2.0), 240.0);
     // A fall leads downwards, not under half the rate.
-    let falling: VecDeque<(Time, f64)> = [(0, 300.0), (300, 200.0), (600, 100.0)]
-        .into_iter()
-        .map(|(t, r)| (at(t), r))
-        .collect();
+    let falling = history(&[(0, 300.0), (300, 200.0), (600, 100.0)]);
     assert_eq!(lead_from(&falling, at(600), lag(300), 1.0), 50.0);
     assert_eq!(lead_from(&falling, at(600), lag(300), 0.25), 75.0);
     // No gain, no lead; no packing, nothing.
     assert_eq!(lead_from(&rates, at(900), lag(400), 0.0), 160.0);
-    assert_eq!(lead_from(&VecDeque::new(), at(900), lag(400), 1.0), 0.0);
+    assert_eq!(lead_from(&history(&[]), at(900), lag(400), 1.0), 0.0);
 }
