@@ -253,25 +253,50 @@ struct Run {
     b: Value,
 }
 
+/// A frame line of a `framecrc` file: the time base of the `#tb` line
+/// before it (s a tick; 0 before any), its timestamp (field 3, if it
+/// reads as one) and its checksum (the last field).
+struct CrcLine {
+    base: f64,
+    pts: Option<i64>,
+    crc: String,
+}
+
+/// The frame lines of a `framecrc` file (none if it cannot be read).
+fn crc_lines(path: &Path) -> Vec<CrcLine> {
+    let mut base = 0.0;
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
+        if let Some(tb) = line.strip_prefix("#tb ") {
+            let (num, den) = tb
+                .split_once(':')
+                .and_then(|(_, r)| r.trim().split_once('/'))
+                .expect("a time base");
+            base = num.parse::<f64>().expect("a number") / den.parse::<f64>().expect("a number");
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        out.push(CrcLine {
+            base,
+            pts: fields.get(2).and_then(|p| p.parse().ok()),
+            crc: fields.last().copied().unwrap_or("").to_owned(),
+        });
+    }
+    out
+}
+
 /// The per-frame checksums of a `framecrc` file.
 fn frame_crcs(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.rsplit(',').next().unwrap_or("").trim().to_owned())
-        .collect()
+    crc_lines(path).into_iter().map(|l| l.crc).collect()
 }
 
 /// The runs of evenly spaced timestamps of a `framecrc` file's frames,
 /// `(first, last, frames)`: more than one where frames went missing.
 fn timestamp_runs(path: &Path) -> Vec<(i64, i64, usize)> {
-    let pts: Vec<i64> = std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| l.split(',').nth(2)?.trim().parse().ok())
-        .collect();
+    let pts: Vec<i64> = crc_lines(path).iter().filter_map(|l| l.pts).collect();
     let step = pts.windows(2).map(|w| w[1] - w[0]).filter(|&s| s > 0).min();
     let mut runs: Vec<(i64, i64, usize)> = Vec::new();
     for &t in &pts {
@@ -813,28 +838,10 @@ const BEEPS: &str = "aevalsrc='if(lt(mod(t+0.5\\,1)\\,0.02)\\,sin(2*PI*1000*t)\\
 /// The frames of a `framecrc` file of one stream: each one's time (s, in
 /// the file's time base) and checksum.
 fn crc_times(path: &Path) -> Vec<(f64, String)> {
-    let mut base = 0.0;
-    let mut out = Vec::new();
-    for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
-        if let Some(tb) = line.strip_prefix("#tb ") {
-            let (num, den) = tb
-                .split_once(':')
-                .and_then(|(_, r)| r.trim().split_once('/'))
-                .expect("a time base");
-            base = num.parse::<f64>().expect("a number") / den.parse::<f64>().expect("a number");
-            continue;
-        }
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if let (Some(pts), Some(crc)) = (fields.get(2), fields.last()) {
-            if let Ok(pts) = pts.parse::<i64>() {
-                out.push((pts as f64 * base, (*crc).to_owned()));
-            }
-        }
-    }
-    out
+    crc_lines(path)
+        .into_iter()
+        .filter_map(|l| Some((l.pts? as f64 * l.base, l.crc)))
+        .collect()
 }
 
 /// The times of the frames whose checksum is not the stream's most
