@@ -136,6 +136,7 @@ pub(crate) struct RawConference {
     late_release: Option<bool>,
     drain_release: Option<bool>,
     rebase: Option<bool>,
+    overload_resume: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -475,6 +476,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.rebase {
         params.rebase = r;
+    }
+    if let Some(v) = fraction(&raw.overload_resume, "conference.overload_resume")? {
+        params.overload_resume = v;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

@@ -2046,6 +2046,11 @@ fn celerity_keyframes_leave_on_burst_credit_and_arrive_in_time() {
             "needs conference.video_fps",
         ),
         (
+            &["conference.overload_resume=1.5"][..],
+            "conference.overload_resume",
+            "must be a number in 0..=1",
+        ),
+        (
             &["conference.app_lead=-1"][..],
             "conference.app_lead",
             "must be a number in 0..=2",
@@ -3843,7 +3848,9 @@ fn celerity_sessions_come_back_when_their_link_narrows() {
 /// 84.7–94.1 kbit/s; 81.2–85.0 at the lowest with the fall anywhere from
 /// 93 to 107 s) and no session has more than 8 s with nothing (6–7).
 /// Without the rules the lowest got 52.6 and the sessions 9–12 s with
-/// nothing (docs/celerity.md, "An overload that has drained").
+/// nothing (docs/celerity.md, "An overload that has drained"). Resuming
+/// at the overload's delivery (`conference.overload_resume`) is off in
+/// that run too, to measure these rules as they were.
 #[test]
 fn celerity_sessions_come_back_from_a_deep_fall() {
     let dir = tempfile::tempdir().unwrap();
@@ -3870,7 +3877,11 @@ fn celerity_sessions_come_back_from_a_deep_fall() {
         assert!(kbps >= 0.8 * optimum, "{p}: {kbps} of {optimum}");
         assert!(silent <= 8, "{p}: {silent} s with nothing");
     }
-    let off = run(&["conference.drain_release=false", "conference.rebase=false"]);
+    let off = run(&[
+        "conference.drain_release=false",
+        "conference.rebase=false",
+        "conference.overload_resume=0",
+    ]);
     let lowest = off.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
     let silent = off.iter().map(|r| r.2).max().unwrap_or(0);
     assert!(lowest < 70.0, "without the rules the lowest got {lowest}");
@@ -3878,6 +3889,40 @@ fn celerity_sessions_come_back_from_a_deep_fall() {
         silent >= 9,
         "without the rules at most {silent} s with nothing"
     );
+}
+
+/// Resuming at an overload's delivery (`conference.overload_resume`): the
+/// dumbbell's E⇄F falls at 100 s from 480 to 400 or 320 kbit/s each way
+/// (`dumbbell-narrowing.toml`), which overloads the four links across it.
+/// Once the old queue has drained, each tail raises each session's rate
+/// on its link to 0.9 of what the link delivered of it meanwhile. Every
+/// session is back (ten 1-s bins in a row at 90% of its new rate, 0.95 of
+/// half the capacity) within 8 s of the fall (measured 3 s at 400, 4–7 s
+/// at 320); without the rule the slowest took 12 and 19 s, climbing from
+/// where the drain's cuts had left it (docs/celerity.md, "Resuming at an
+/// overload's delivery").
+#[test]
+fn celerity_sessions_resume_at_what_an_overload_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    for kbps in [400, 320] {
+        let back = |resume: &str| {
+            let sets = [
+                format!("event[0].capacity_kbps={kbps}"),
+                format!("conference.overload_resume={resume}"),
+            ];
+            let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+            let s = scenario_with_sets(dir.path(), "celerity/dumbbell-narrowing.toml", &sets);
+            let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
+            slowest(|p| back_within(&s, p, 100..=200, level, 0)).saturating_sub(100)
+        };
+        let with = back("0.9");
+        assert!(with <= 8, "{kbps} kbit/s: back {with} s after the fall");
+        let without = back("0");
+        assert!(
+            without >= 12,
+            "{kbps} kbit/s: back {without} s after the fall without the rule"
+        );
+    }
 }
 
 /// An encoder whose rate control lags the offered rate
@@ -3965,8 +4010,9 @@ fn celerity_a_lead_on_the_offer_carries_a_lagging_encoder() {
 /// at rate 0: A gets 85 kbit/s in [120,150] and the sessions are back at
 /// 90% only 33–61 s after the fall (docs/celerity.md, "A link that
 /// narrows"). The rules for a drained overload (`drain_release`,
-/// `rebase`) mend this too (148.5 without this rule alone), so the run
-/// without it holds them off as well, to measure it as it was.
+/// `rebase`, `overload_resume`) mend this too (148.5 without this rule
+/// alone, before `overload_resume`), so the run without it holds them off
+/// as well, to measure it as it was.
 #[test]
 fn celerity_sessions_come_back_when_the_dumbbell_narrows() {
     let dir = tempfile::tempdir().unwrap();
@@ -3990,6 +4036,7 @@ fn celerity_sessions_come_back_when_the_dumbbell_narrows() {
         "conference.late_release=false",
         "conference.drain_release=false",
         "conference.rebase=false",
+        "conference.overload_resume=0",
     ]);
     let lowest = off.iter().map(|w| w[0].0).fold(f64::INFINITY, f64::min);
     assert!(

@@ -926,6 +926,59 @@ fn an_overloads_guards_are_released_once_its_queue_drains() {
     assert!(queued > 1.5, "{queued}");
 }
 
+/// Resuming at an overload's delivery
+/// (`CelerityParams::overload_resume`): link 1 → 0 is overloaded (its
+/// queue at twice the bound) for four intervals of `phase` in which it
+/// delivers 100 kbit/s of session 2 (IP bytes), which its tail has cut to
+/// 5 kbit/s there and charged for the overload's late packets; the next
+/// interval's packets (of the same phase) read 10 ms and bring nothing of
+/// the session. Its rate on the link and its late charge after that
+/// interval.
+#[test]
+fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
+    let after = |c: &CelerityConfig, phase: Phase| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2] = known_session(0.05, 0b111, 0b110);
+        let bound = c.params.delay_bound.as_secs_f64();
+        for _ in 0..4 {
+            let inc = &mut peer.incoming[1];
+            inc.rates[2] = 5.0;
+            inc.session_bytes[2] = (100.0 * 1e3 / 8.0 * phase.interval) as u64;
+            inc.session_packets[2] = 10;
+            inc.session_late[2] = 10;
+            inc.late_queue[2] = 2.0 * bound;
+            measured(inc, 2.0 * bound, true);
+            peer.update_rates(1, phase);
+            let inc = &mut peer.incoming[1];
+            inc.session_bytes[2] = 0;
+            inc.session_packets[2] = 0;
+            inc.session_late[2] = 0;
+        }
+        measured(&mut peer.incoming[1], 0.01, false);
+        peer.update_rates(1, phase);
+        let inc = &peer.incoming[1];
+        (inc.rates[2], inc.late_loss[2])
+    };
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.overload_resume, 0.9);
+    // The four overloaded intervals and the drained one: 0.9 of 80 kbit/s
+    // on the mean, and the charge cleared.
+    let (rate, late) = after(&c, settled());
+    assert!((rate - 72.0).abs() < 0.5, "{rate}");
+    assert_eq!(late, 0.0);
+    // Not after an overload in the climb, nor with the rule off: the
+    // session stays near its cut rate and keeps its charge (0.59 after
+    // the overload, which `late_release` fades by a fifth in the drained
+    // interval without the session's packets).
+    let kept = |(rate, late): (f64, f64)| rate < 10.0 && late > 0.4;
+    assert!(kept(after(&c, settled().climbing(true))));
+    let mut off = c.clone();
+    off.params.overload_resume = 0.0;
+    assert!(kept(after(&off, settled())));
+    off.params.overload_resume = 1.1;
+    assert!(CelerityPeer::new(off).is_err());
+}
+
 /// Re-learning the data base after an overload (`CelerityParams::rebase`).
 /// Link 1 → 0 carries control packets in 10 ms and data packets of 1000
 /// bytes in 30 ms (20 ms of serialisation); at 10 s its capacity falls,
