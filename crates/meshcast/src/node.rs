@@ -733,6 +733,10 @@ pub struct PeerSummary {
     /// after an overload (docs/celerity.md, "An overload that has
     /// drained").
     pub rebases: u64,
+    /// Times a link into this node found an overload drained, where its
+    /// sessions resumed at what the link delivered of them meanwhile
+    /// (docs/celerity.md, "Resuming at an overload's delivery").
+    pub drained_overloads: u64,
     /// How late this node's encoder followed the rate offered it, ms, as
     /// measured at the end ([`CelerityPeer::app_lag`]); `null` if it could
     /// not tell.
@@ -785,6 +789,7 @@ impl PeerSummary {
             keyframe_requests_sent: c.keyframe_requests_sent,
             keyframe_requests_received: c.keyframe_requests_received,
             rebases: c.rebases,
+            drained_overloads: c.drained_overloads,
             app_lag_ms: peer
                 .app_lag()
                 .map(|d| crate::report::r(d.as_millis_f64(), 0)),

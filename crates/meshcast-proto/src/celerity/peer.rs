@@ -1547,6 +1547,10 @@ pub struct PeerCounters {
     /// Times a link into this peer raised its data packets' base delay
     /// after an overload ([`CelerityParams::rebase`]).
     pub rebases: u64,
+    /// Times a link into this peer found an overload drained (see
+    /// [`CelerityParams::drain_release`] and
+    /// [`CelerityParams::overload_resume`]).
+    pub drained_overloads: u64,
 }
 
 /// The default [`CelerityParams::bundle_wait`], ms: longer than the time
@@ -3331,6 +3335,7 @@ impl CelerityPeer {
             }
             if inc.overloaded && !inc.qsamples.is_empty() && inc.qdelay < knee {
                 inc.overloaded = false;
+                self.counters.drained_overloads += 1;
                 inc.rebase_due = rebase;
                 if drain_release {
                     inc.qslow = inc.qdelay;

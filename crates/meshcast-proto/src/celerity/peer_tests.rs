@@ -957,24 +957,32 @@ fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
         measured(&mut peer.incoming[1], 0.01, false);
         peer.update_rates(1, phase);
         let inc = &peer.incoming[1];
-        (inc.rates[2], inc.late_loss[2])
+        (
+            inc.rates[2],
+            inc.late_loss[2],
+            peer.counters().drained_overloads,
+        )
     };
     let c = queue_priced_cfg();
     assert_eq!(c.params.overload_resume, 0.9);
     // The four overloaded intervals and the drained one: 0.9 of 80 kbit/s
     // on the mean, and the charge cleared.
-    let (rate, late) = after(&c, settled());
+    let (rate, late, drained) = after(&c, settled());
     assert!((rate - 72.0).abs() < 0.5, "{rate}");
     assert_eq!(late, 0.0);
+    assert_eq!(drained, 1);
     // Not after an overload in the climb, nor with the rule off: the
     // session stays near its cut rate and keeps its charge (0.59 after
     // the overload, which `late_release` fades by a fifth in the drained
     // interval without the session's packets).
-    let kept = |(rate, late): (f64, f64)| rate < 10.0 && late > 0.4;
-    assert!(kept(after(&c, settled().climbing(true))));
+    let kept = |(rate, late, _): (f64, f64, u64)| rate < 10.0 && late > 0.4;
+    let climbing = after(&c, settled().climbing(true));
+    assert!(kept(climbing) && climbing.2 == 0, "{climbing:?}");
     let mut off = c.clone();
     off.params.overload_resume = 0.0;
-    assert!(kept(after(&off, settled())));
+    let off_run = after(&off, settled());
+    // Found drained all the same (for `drain_release` and `rebase`).
+    assert!(kept(off_run) && off_run.2 == 1, "{off_run:?}");
     off.params.overload_resume = 1.1;
     assert!(CelerityPeer::new(off).is_err());
 }
