@@ -851,7 +851,11 @@ fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
         }
         peer.incoming[1].late_loss[2]
     };
-    let c = queue_priced_cfg();
+    // Resuming at an overload's delivery clears an overload's charge at
+    // once where the overload drains (the queue here is past the bound
+    // in the late interval and under it after): off, to measure the fade.
+    let mut c = queue_priced_cfg();
+    c.params.overload_resume = 0.0;
     assert!(c.params.late_release);
     let bound = c.params.delay_bound.as_secs_f64();
     let kept = 0.2;
@@ -871,6 +875,12 @@ fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
     let mut off = c.clone();
     off.params.late_release = false;
     assert_eq!(charge(&off, 1.5 * bound, settled(), 0.05), kept);
+    // With resuming at the overload's delivery the charge is gone once
+    // the queue has drained.
+    assert_eq!(
+        charge(&queue_priced_cfg(), 1.5 * bound, settled(), 0.05),
+        0.0
+    );
 }
 
 /// Releasing the guards once an overload has drained
