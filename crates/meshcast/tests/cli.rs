@@ -3846,7 +3846,8 @@ fn celerity_sessions_come_back_when_their_link_narrows() {
 /// minimum read 34 ms of queue in every data packet. Every session's
 /// lowest receiver gets at least 80% of its optimum in [115,145] (measured
 /// 84.7–94.1 kbit/s; 81.2–85.0 at the lowest with the fall anywhere from
-/// 93 to 107 s) and no session has more than 8 s with nothing (6–7).
+/// 93 to 107 s; 89.9–95.5 since resuming at the overload's delivery) and
+/// no session has more than 8 s with nothing (6–7).
 /// Without the rules the lowest got 52.6 and the sessions 9–12 s with
 /// nothing (docs/celerity.md, "An overload that has drained"). Resuming
 /// at the overload's delivery (`conference.overload_resume`) is off in
@@ -3895,12 +3896,13 @@ fn celerity_sessions_come_back_from_a_deep_fall() {
 /// dumbbell's E⇄F falls at 100 s from 480 to 400 or 320 kbit/s each way
 /// (`dumbbell-narrowing.toml`), which overloads the four links across it.
 /// Once the old queue has drained, each tail raises each session's rate
-/// on its link to 0.9 of what the link delivered of it meanwhile. Every
-/// session is back (ten 1-s bins in a row at 90% of its new rate, 0.95 of
-/// half the capacity) within 8 s of the fall (measured 3 s at 400, 4–7 s
-/// at 320); without the rule the slowest took 12 and 19 s, climbing from
-/// where the drain's cuts had left it (docs/celerity.md, "Resuming at an
-/// overload's delivery").
+/// on its link to 0.9 of what the link delivered of it meanwhile (and
+/// clears the overload's late charge, and judges the rebound's fall
+/// afresh). Every session is back (ten 1-s bins in a row at 90% of its
+/// new rate, 0.95 of half the capacity) within 8 s of the fall (measured
+/// 3 s at 400, 5–7 s at 320); without the rule the slowest took 12 and
+/// 19 s, climbing from where the drain's cuts had left it
+/// (docs/celerity.md, "Resuming at an overload's delivery").
 #[test]
 fn celerity_sessions_resume_at_what_an_overload_delivered() {
     let dir = tempfile::tempdir().unwrap();
@@ -4004,8 +4006,9 @@ fn celerity_a_lead_on_the_offer_carries_a_lagging_encoder() {
 /// some of the links across it, and those links' charges for the late
 /// packets fade once the queue is back under the bound
 /// (`conference.late_release`). Every session's lowest receiver gets at
-/// least 90% of 160 in [120,150] (measured 148.7–155.6) and in
-/// [160,220] (151.1–153.2). Without the rule the charges stay on the
+/// least 90% of 160 in [120,150] (measured 148.7–155.6; 152.7–153.4
+/// since resuming at the overload's delivery) and in [160,220]
+/// (151.1–153.2; 151.5–153.3). Without the rule the charges stay on the
 /// links the sessions left (nothing arrives to renew them) and hold them
 /// at rate 0: A gets 85 kbit/s in [120,150] and the sessions are back at
 /// 90% only 33–61 s after the fall (docs/celerity.md, "A link that

@@ -864,10 +864,13 @@ pub struct CelerityParams {
     /// tail counts what the link delivered of each session (IP bytes)
     /// from the interval that found the overload until the interval that
     /// finds it drained; in that interval it raises each session's rate
-    /// on the link to at least this times that mean delivery, and clears
-    /// the late charge ([`CelerityParams::late_loss`]) of a session whose
-    /// last late packets were the overload's
-    /// ([`CelerityParams::late_release`]). While an overload drains, the
+    /// on the link to at least this times that mean delivery, clears the
+    /// late charge ([`CelerityParams::late_loss`]) of a session whose last
+    /// late packets were the overload's
+    /// ([`CelerityParams::late_release`]), and forgets the rate a session
+    /// it raises fell from ([`CelerityParams::rebound`]): the rebound's
+    /// quick steps back towards the old rate overshot the new capacity.
+    /// While an overload drains, the
     /// link delivers what it can, shared among the packets queued as they
     /// arrived, so each session's mean delivery is its share of what the
     /// link now carries; where other traffic kept the queue, the overload
@@ -876,7 +879,7 @@ pub struct CelerityParams {
     /// their floor by the rebound's steps, which stop at 1.05 times a
     /// delivery measured an interval late: after the dumbbell's E⇄F fell
     /// from 480 to 320 kbit/s at 100 s the slowest session was back at
-    /// 90% of its new rate 19 s after the fall, 7 s with the rule
+    /// 90% of its new rate 19 s after the fall, 6 s with the rule
     /// (docs/celerity.md, "Resuming at an overload's delivery").
     pub overload_resume: f64,
     /// A lead on the rate offered a lagging application (0 turns it off,
@@ -3345,6 +3348,11 @@ impl CelerityPeer {
                     for (m, at) in resume_at.iter_mut().enumerate() {
                         let kbps = inc.overload_bytes[m] as f64 * 8.0 / 1e3 / inc.overload_s;
                         *at = overload_resume * kbps;
+                        // The rebound's fall is judged afresh from the
+                        // resumed rate (below, against the recent peak).
+                        if *at > 0.0 {
+                            inc.fell_from[m] = 0.0;
+                        }
                         if inc.late_overload[m] {
                             inc.late_loss[m] = 0.0;
                         }

@@ -942,14 +942,19 @@ fn an_overloads_guards_are_released_once_its_queue_drains() {
 /// delivers 100 kbit/s of session 2 (IP bytes), which its tail has cut to
 /// 5 kbit/s there and charged for the overload's late packets; the next
 /// interval's packets (of the same phase) read 10 ms and bring nothing of
-/// the session. Its rate on the link and its late charge after that
-/// interval.
+/// the session. Its rate on the link, its late charge, the drained
+/// overloads counted and the rate it fell from (the rebound's memory)
+/// after that interval.
 #[test]
 fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
     let after = |c: &CelerityConfig, phase: Phase| {
         let mut peer = crossing_peer(c);
         peer.sessions[2] = known_session(0.05, 0b111, 0b110);
         let bound = c.params.delay_bound.as_secs_f64();
+        // It fell from 100 kbit/s, its recent peak (see
+        // `CelerityParams::rebound`).
+        peer.incoming[1].peak[2] = 100.0;
+        peer.incoming[1].fell_from[2] = 100.0;
         for _ in 0..4 {
             let inc = &mut peer.incoming[1];
             inc.rates[2] = 5.0;
@@ -971,21 +976,27 @@ fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
             inc.rates[2],
             inc.late_loss[2],
             peer.counters().drained_overloads,
+            inc.fell_from[2],
         )
     };
     let c = queue_priced_cfg();
     assert_eq!(c.params.overload_resume, 0.9);
     // The four overloaded intervals and the drained one: 0.9 of 80 kbit/s
     // on the mean, and the charge cleared.
-    let (rate, late, drained) = after(&c, settled());
+    let (rate, late, drained, fell_from) = after(&c, settled());
     assert!((rate - 72.0).abs() < 0.5, "{rate}");
     assert_eq!(late, 0.0);
     assert_eq!(drained, 1);
+    // Judged afresh at 72 kbit/s, above 0.6 of the peak (90 after five
+    // intervals' decay): no fall to rebound from.
+    assert_eq!(fell_from, 0.0);
     // Not after an overload in the climb, nor with the rule off: the
     // session stays near its cut rate and keeps its charge (0.59 after
     // the overload, which `late_release` fades by a fifth in the drained
     // interval without the session's packets).
-    let kept = |(rate, late, _): (f64, f64, u64)| rate < 10.0 && late > 0.4;
+    let kept = |(rate, late, _, fell_from): (f64, f64, u64, f64)| {
+        rate < 10.0 && late > 0.4 && fell_from == 100.0
+    };
     let climbing = after(&c, settled().climbing(true));
     assert!(kept(climbing) && climbing.2 == 0, "{climbing:?}");
     let mut off = c.clone();
