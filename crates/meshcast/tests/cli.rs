@@ -3912,8 +3912,11 @@ fn celerity_sessions_resume_at_what_an_overload_delivered() {
                 format!("event[0].capacity_kbps={kbps}"),
                 format!("conference.overload_resume={resume}"),
             ];
-            let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-            let s = scenario_with_sets(dir.path(), "celerity/dumbbell-narrowing.toml", &sets);
+            let s = scenario_with_sets(
+                dir.path(),
+                "celerity/dumbbell-narrowing.toml",
+                &sets_of(&sets),
+            );
             let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
             slowest(|p| back_within(&s, p, 100..=200, level, 0)).saturating_sub(100)
         };

@@ -868,18 +868,19 @@ pub struct CelerityParams {
     /// late charge ([`CelerityParams::late_loss`]) of a session whose last
     /// late packets were the overload's
     /// ([`CelerityParams::late_release`]), and forgets the rate a session
-    /// it raises fell from ([`CelerityParams::rebound`]): the rebound's
-    /// quick steps back towards the old rate overshot the new capacity.
-    /// While an overload drains, the
-    /// link delivers what it can, shared among the packets queued as they
-    /// arrived, so each session's mean delivery is its share of what the
-    /// link now carries; where other traffic kept the queue, the overload
-    /// lasts longer and the sessions' mean is less. Without it the
+    /// it raises fell from ([`CelerityParams::rebound`]), so that the fall
+    /// is judged afresh against the recent peak from the resumed rate: the
+    /// rebound's quick steps back towards the old rate overshot the new
+    /// capacity. While an overload drains, the link delivers what it can,
+    /// shared among the packets queued as they arrived, so each session's
+    /// mean delivery is its share of what the link now carries; where
+    /// other traffic kept the queue, the overload lasts longer and the
+    /// sessions' mean is less. Without it the
     /// sessions, cut deep while the old queue drained, climbed back from
     /// their floor by the rebound's steps, which stop at 1.05 times a
     /// delivery measured an interval late: after the dumbbell's E⇄F fell
     /// from 480 to 320 kbit/s at 100 s the slowest session was back at
-    /// 90% of its new rate 19 s after the fall, 6 s with the rule
+    /// 90% of its new rate 19 s after the fall, 7 s with the rule
     /// (docs/celerity.md, "Resuming at an overload's delivery").
     pub overload_resume: f64,
     /// A lead on the rate offered a lagging application (0 turns it off,
@@ -2272,6 +2273,11 @@ fn serial_moved(now: u16, told: u16) -> bool {
     now.abs_diff(told) > told / 20 + 1
 }
 
+/// `bytes` over `secs` seconds, in kbit/s.
+fn kbit_per_s(bytes: u64, secs: f64) -> f64 {
+    bytes as f64 * 8.0 / 1e3 / secs
+}
+
 /// A session's token bucket on one overlay link: `(bytes, last refill)`.
 /// The head polices with it; the source keeps a copy of every head's
 /// bucket for its own session (see [`CelerityPeer::send_tick`]).
@@ -3346,8 +3352,7 @@ impl CelerityPeer {
                 }
                 if overload_resume > 0.0 {
                     for (m, at) in resume_at.iter_mut().enumerate() {
-                        let kbps = inc.overload_bytes[m] as f64 * 8.0 / 1e3 / inc.overload_s;
-                        *at = overload_resume * kbps;
+                        *at = overload_resume * kbit_per_s(inc.overload_bytes[m], inc.overload_s);
                         // The rebound's fall is judged afresh from the
                         // resumed rate (below, against the recent peak).
                         if *at > 0.0 {
@@ -3576,7 +3581,7 @@ impl CelerityPeer {
             // paper's, and the step scales with the rate so the same
             // κ works at kbit/s and Mbit/s.
             let c = inc.rates[m];
-            let arrived = inc.session_bytes[m] as f64 * 8.0 / 1e3 / interval;
+            let arrived = kbit_per_s(inc.session_bytes[m], interval);
             inc.delivered[m] += DELIVERY_SMOOTHING * (arrived - inc.delivered[m]);
             let scale = c.max(c0);
             // The session's own rate R = β/U′ − δ, once it has a U′ (its
