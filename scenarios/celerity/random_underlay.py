@@ -1,6 +1,6 @@
 """Random underlays for Celerity (docs/celerity.md, "Random underlays").
 
-    python3 scenarios/celerity/random_underlay.py [--family FAMILY] [--fall FRACTION]
+    python3 scenarios/celerity/random_underlay.py [--family FAMILY] [--fall FRACTION [--fall-at S]]
         FIRST_SEED END_SEED OUT_DIR
 
 writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
@@ -43,7 +43,11 @@ provider's links changing their rate): 240 s with the windows [110, 140]
 (the return; score_underlays.py scores the first window) and [160, 240]
 (the new steady state; --set report.window[0].from_s=160 --set
 report.window[0].to_s=240 scores it). docs/celerity.md, "A link that
-narrows".
+narrows". --fall-at S moves the fall to S seconds (at least 20; 100 by
+default), and the run and its windows with it: S + 140 s with [S + 10,
+S + 40] and [S + 60, S + 140]. A fall at 40 s comes while the sessions
+still climb to their optimum's split (docs/celerity.md, "A fall within
+the climb").
 """
 import argparse
 import os
@@ -62,7 +66,7 @@ FAMILIES = {
 }
 
 
-def gen(seed, out, family="core", fall=None):
+def gen(seed, out, family="core", fall=None, fall_at=100):
     (nmin, nmax), (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
     # The core family draws exactly as it always has: its files are the
     # sets docs/celerity.md reports.
@@ -91,8 +95,8 @@ def gen(seed, out, family="core", fall=None):
     name = f"random-{seed}" if family == "core" else f"random-{family}-{seed}"
     what = "random underlay" if family == "core" else f"random underlay ({family})"
     if fall is not None:
-        what += f", its core falling to {fall} at 100 s"
-    duration = 200 if fall is None else 240
+        what += f", its core falling to {fall} at {fall_at} s"
+    duration = 200 if fall is None else fall_at + 140
     s = [f'name = "{name}"', f'description = "{what} {seed}"', f'duration_s = {duration}', f'seed = {seed}', '',
          '[conference]', 'protocol = "celerity"', 'participants = [' + ", ".join(f'"{h}"' for h in hosts) + ']', 'delay_bound_ms = 200', '']
     for h in hosts:
@@ -112,9 +116,9 @@ def gen(seed, out, family="core", fall=None):
     if fall is None:
         windows = [(100, 200)]
     else:
-        windows = [(110, 140), (160, 240)]
+        windows = [(fall_at + 10, fall_at + 40), (fall_at + 60, fall_at + 140)]
         for a, b, c, _, _ in links[:len(edges)]:
-            s += ['[[event]]', 'at_s = 100', 'kind = "capacity"', f'from = "{a}"', f'to = "{b}"',
+            s += ['[[event]]', f'at_s = {fall_at}', 'kind = "capacity"', f'from = "{a}"', f'to = "{b}"',
                   f'capacity_kbps = {round(c * fall)}']
     for lo, hi in windows:
         s += ['[[report.window]]', f'from_s = {lo}', f'to_s = {hi}']
@@ -128,6 +132,8 @@ def main():
     ap.add_argument("--family", choices=sorted(FAMILIES), default="core")
     ap.add_argument("--fall", type=float, metavar="FRACTION",
                     help="the core links fall to FRACTION of their capacity at 100 s")
+    ap.add_argument("--fall-at", type=int, default=100, metavar="S",
+                    help="the time of the fall (with --fall; at least 20 s, default 100)")
     ap.add_argument("first", type=int, metavar="FIRST_SEED")
     ap.add_argument("end", type=int, metavar="END_SEED")
     ap.add_argument("out_dir", metavar="OUT_DIR")
@@ -136,10 +142,14 @@ def main():
         ap.error(f"END_SEED ({args.end}) must be greater than FIRST_SEED ({args.first})")
     if args.fall is not None and not 0 < args.fall < 1:
         ap.error(f"--fall ({args.fall}) must be between 0 and 1")
+    if args.fall_at != 100 and args.fall is None:
+        ap.error("--fall-at needs --fall")
+    if args.fall_at < 20:
+        ap.error(f"--fall-at ({args.fall_at}) must be at least 20 s")
     os.makedirs(args.out_dir, exist_ok=True)
     for seed in range(args.first, args.end):
         base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"
-        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall)
+        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall, args.fall_at)
 
 
 if __name__ == "__main__":

@@ -137,6 +137,7 @@ pub(crate) struct RawConference {
     drain_release: Option<bool>,
     rebase: Option<bool>,
     overload_resume: Option<Spanned<f64>>,
+    climb_fall: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -479,6 +480,9 @@ pub(crate) fn check(
     }
     if let Some(v) = fraction(&raw.overload_resume, "conference.overload_resume")? {
         params.overload_resume = v;
+    }
+    if let Some(v) = fraction(&raw.climb_fall, "conference.climb_fall")? {
+        params.climb_fall = v;
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

@@ -737,6 +737,10 @@ pub struct PeerSummary {
     /// sessions resumed at what the link delivered of them meanwhile
     /// (docs/celerity.md, "Resuming at an overload's delivery").
     pub drained_overloads: u64,
+    /// Times a link into this node found an overload within the climb
+    /// because it delivered well under what it had delivered with no
+    /// queue (docs/celerity.md, "A fall within the climb").
+    pub climb_falls: u64,
     /// How late this node's encoder followed the rate offered it, ms, as
     /// measured at the end ([`CelerityPeer::app_lag`]); `null` if it could
     /// not tell.
@@ -790,6 +794,7 @@ impl PeerSummary {
             keyframe_requests_received: c.keyframe_requests_received,
             rebases: c.rebases,
             drained_overloads: c.drained_overloads,
+            climb_falls: c.climb_falls,
             app_lag_ms: peer
                 .app_lag()
                 .map(|d| crate::report::r(d.as_millis_f64(), 0)),

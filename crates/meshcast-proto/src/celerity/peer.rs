@@ -883,6 +883,29 @@ pub struct CelerityParams {
     /// 90% of its new rate 19 s after the fall, 7 s with the rule
     /// (docs/celerity.md, "Resuming at an overload's delivery").
     pub overload_resume: f64,
+    /// A fall within the climb (0 turns it off): the rules for an
+    /// overload ([`CelerityParams::drain_release`],
+    /// [`CelerityParams::rebase`], [`CelerityParams::overload_resume`] and
+    /// the release of its late charge, [`CelerityParams::late_release`])
+    /// wait for the climb's end ([`CelerityParams::climb`]), since the
+    /// start's overloads spill past the quick-start windows on slow cores
+    /// and are no fall. But a link can fall in the first minute too. So a
+    /// tail keeps what the link delivers of all sessions (IP bytes,
+    /// averaged over about a second) and the most it delivered so while
+    /// its queue (the same average) stayed under the delay guard's knee
+    /// and no overload stood; outside the quick-start windows, a link
+    /// that delivers less than this fraction of that peak is taken for
+    /// one that fell: its overload is judged as after the climb, and once
+    /// it is found the link is past the climb until the next window (the
+    /// settled step and the drift stop there; with them the sessions
+    /// resumed at the overload's delivery overshot the new capacity). The
+    /// start's overloads come while the link first fills, when the peak
+    /// is what it delivers. After the dumbbell's E⇄F fell from 480 kbit/s
+    /// at 25–45 s to 400–200 kbit/s (thirty points), the slowest session
+    /// came back (90% of its new rate for 5 s running) 18.6 s after the
+    /// fall on the mean, against 61.7 s without the rule
+    /// (docs/celerity.md, "A fall within the climb").
+    pub climb_fall: f64,
     /// A lead on the rate offered a lagging application (0 turns it off,
     /// the default): once the source has measured its application to
     /// follow the offer [`APP_LEAD_FROM`] late or more
@@ -1470,6 +1493,7 @@ impl Default for CelerityParams {
             drain_release: true,
             rebase: true,
             overload_resume: 0.9,
+            climb_fall: 0.7,
             app_lead: 0.0,
             reach_news: true,
             scale_in_windows: false,
@@ -1555,6 +1579,10 @@ pub struct PeerCounters {
     /// [`CelerityParams::drain_release`] and
     /// [`CelerityParams::overload_resume`]).
     pub drained_overloads: u64,
+    /// Times a link into this peer found an overload within the climb
+    /// because its delivery had fallen (see
+    /// [`CelerityParams::climb_fall`]).
+    pub climb_falls: u64,
 }
 
 /// The default [`CelerityParams::bundle_wait`], ms: longer than the time
@@ -2126,6 +2154,15 @@ struct Incoming {
     /// [`CelerityParams::overload_resume`]).
     overload_bytes: [u64; MAX_PARTICIPANTS],
     overload_s: f64,
+    /// What the link delivers of all sessions, kbit/s of IP bytes,
+    /// averaged over about a second, and the most it delivered so while
+    /// its queue stayed under the delay guard's knee and no overload stood
+    /// (see [`CelerityParams::climb_fall`]).
+    delivery_slow: f64,
+    delivery_peak: f64,
+    /// The link fell within the climb: it is past the climb until the next
+    /// window (see [`CelerityParams::climb_fall`]).
+    climb_ended: bool,
     /// An overload has just drained: watch the size classes from the next
     /// packet on (see [`CelerityParams::rebase`]).
     rebase_due: bool,
@@ -2632,6 +2669,7 @@ impl CelerityPeer {
             ("start_resume", p.start_resume),
             ("rebound", p.rebound),
             ("overload_resume", p.overload_resume),
+            ("climb_fall", p.climb_fall),
             ("standing_ratio", p.standing_ratio),
             ("police_slack", p.police_slack),
         ] {
@@ -2702,6 +2740,9 @@ impl CelerityPeer {
             overloaded: false,
             overload_bytes: [0; MAX_PARTICIPANTS],
             overload_s: 0.0,
+            delivery_slow: 0.0,
+            delivery_peak: 0.0,
+            climb_ended: false,
             rebase_due: false,
             rebase: None,
             peak: [0.0; MAX_PARTICIPANTS],
@@ -3229,6 +3270,9 @@ impl CelerityPeer {
         // late packets as the session's loss and the rebound act.
         let celerity = self.celerity_trees();
         let settled_celerity = celerity && !window;
+        // A link that fell within the climb is past it (see
+        // `CelerityParams::climb_fall`).
+        let climbing = climbing && !self.incoming[u].climb_ended;
         // Whether this interval is in a window or the climb after it, on
         // Celerity's own trees: where the settled step and the drift may act
         // (see `CelerityParams::climb`).
@@ -3289,7 +3333,8 @@ impl CelerityPeer {
             self.cfg.params.delay_bound.as_secs_f64(),
         );
         let (drain_release, rebase) = (self.cfg.params.drain_release, self.cfg.params.rebase);
-        let overload_resume = self.cfg.params.overload_resume;
+        let (overload_resume, climb_fall) =
+            (self.cfg.params.overload_resume, self.cfg.params.climb_fall);
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -3324,6 +3369,23 @@ impl CelerityPeer {
         // past its knee for single intervals, and charging those moved its
         // windows; a standing queue that makes packets late stays there.
         inc.qslow += 0.2 * (inc.qdelay - inc.qslow);
+        // A fall within the climb (see `CelerityParams::climb_fall`): the
+        // link delivers well under what it delivered with no queue.
+        let delivery = kbit_per_s(inc.session_bytes.iter().sum(), interval);
+        inc.delivery_slow += 0.2 * (delivery - inc.delivery_slow);
+        if !inc.overloaded && inc.qslow < knee {
+            inc.delivery_peak = inc.delivery_peak.max(inc.delivery_slow);
+        }
+        if window {
+            inc.climb_ended = false;
+        }
+        let fell = climb_fall > 0.0
+            && climbing
+            && !window
+            && inc.delivery_slow < climb_fall * inc.delivery_peak;
+        // Where the overloads' rules act: after the climb, or on a link
+        // that fell within it.
+        let settled_here = !climbing || fell;
         // An overload after the loop settled, and the first interval whose
         // packets show it drained (see `CelerityParams::drain_release`,
         // `CelerityParams::rebase` and `CelerityParams::overload_resume`).
@@ -3331,7 +3393,9 @@ impl CelerityPeer {
         // Each session's rate on the link resumes at least here (kbit/s).
         let mut resume_at = [0.0; MAX_PARTICIPANTS];
         if drain_release || rebase || overload_resume > 0.0 {
-            if !climbing && inc.qslow >= bound && !inc.overloaded {
+            if settled_here && inc.qslow >= bound && !inc.overloaded {
+                self.counters.climb_falls += u64::from(fell);
+                inc.climb_ended |= fell;
                 inc.overloaded = true;
                 inc.overload_bytes = [0; MAX_PARTICIPANTS];
                 inc.overload_s = 0.0;
@@ -3403,7 +3467,7 @@ impl CelerityPeer {
                 let late = f64::from(inc.session_late[m]) / f64::from(inc.session_packets[m]);
                 inc.late_loss[m] += 0.2 * (late - inc.late_loss[m]);
                 if inc.session_late[m] > 0 {
-                    inc.late_overload[m] = !climbing && inc.late_queue[m] >= bound;
+                    inc.late_overload[m] = settled_here && inc.late_queue[m] >= bound;
                 }
             } else if late_release && inc.late_overload[m] && inc.qdelay.max(inc.qslow) < bound {
                 inc.late_loss[m] -= 0.2 * inc.late_loss[m];

@@ -1008,6 +1008,79 @@ fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
     assert!(CelerityPeer::new(off).is_err());
 }
 
+/// A fall within the climb (`CelerityParams::climb_fall`): link 1 → 0
+/// delivers `before` kbit/s of session 2 (IP bytes) for ten intervals of
+/// `phase` behind a 10-ms queue, then `during` kbit/s for eight intervals
+/// behind a queue at twice the bound, in which its tail has cut the
+/// session to 5 kbit/s there; the next interval's packets read 10 ms and
+/// bring nothing of the session. The falls and drained overloads counted,
+/// the session's rate on the link after that interval, and whether the
+/// link is past the climb.
+#[test]
+fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
+    let after = |c: &CelerityConfig, phase: Phase, before: f64, during: f64| {
+        let mut peer = crossing_peer(c);
+        peer.sessions[2] = known_session(0.05, 0b111, 0b110);
+        let bound = c.params.delay_bound.as_secs_f64();
+        let bytes = |kbps: f64| (kbps * 1e3 / 8.0 * phase.interval) as u64;
+        for i in 0..18 {
+            let (kbps, queue) = if i < 10 {
+                (before, 0.01)
+            } else {
+                (during, 2.0 * bound)
+            };
+            let inc = &mut peer.incoming[1];
+            inc.rates[2] = 5.0;
+            inc.session_bytes[2] = bytes(kbps);
+            inc.session_packets[2] = 10;
+            measured(inc, queue, true);
+            peer.update_rates(1, phase);
+        }
+        let inc = &mut peer.incoming[1];
+        inc.session_bytes[2] = 0;
+        inc.session_packets[2] = 0;
+        measured(inc, 0.01, false);
+        peer.update_rates(1, phase);
+        (
+            peer.counters().climb_falls,
+            peer.counters().drained_overloads,
+            peer.incoming[1].rates[2],
+            peer.incoming[1].climb_ended,
+        )
+    };
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.climb_fall, 0.7);
+    let climbing = settled().climbing(true);
+    // From 300 to 100 kbit/s: a fall, whose overload drains as after the
+    // climb, the session resuming at 0.9 of its mean delivery meanwhile.
+    // The one-second delivery (268 kbit/s at the peak) passes under 0.7
+    // of the peak in the overload's third interval, which finds it: six
+    // intervals at 100 kbit/s and the drained one, which brought nothing.
+    // The link is past the climb from then on.
+    let (falls, drained, rate, ended) = after(&c, climbing, 300.0, 100.0);
+    assert_eq!((falls, drained, ended), (1, 1, true));
+    assert!((rate - 0.9 * 600.0 / 7.0).abs() < 0.1, "{rate}");
+    // After the climb the overload is found in its first interval, as
+    // before, and not counted as a fall within the climb.
+    let (falls, drained, rate, ended) = after(&c, settled(), 300.0, 100.0);
+    assert_eq!((falls, drained, ended), (0, 1, false));
+    assert!((rate - 0.9 * 800.0 / 9.0).abs() < 0.1, "{rate}");
+    // No fall (an overload while the link delivers what it did: the
+    // start's), a fall of less than the fraction, a fall in a quick-start
+    // window, and the rule off: within the climb, no overload is found.
+    let none = |(falls, drained, rate, ended): (u64, u64, f64, bool)| {
+        falls == 0 && drained == 0 && rate < 10.0 && !ended
+    };
+    assert!(none(after(&c, climbing, 300.0, 300.0)));
+    assert!(none(after(&c, climbing, 300.0, 250.0)));
+    assert!(none(after(&c, climbing.window(true), 300.0, 100.0)));
+    let mut off = c.clone();
+    off.params.climb_fall = 0.0;
+    assert!(none(after(&off, climbing, 300.0, 100.0)));
+    off.params.climb_fall = 1.5;
+    assert!(CelerityPeer::new(off).is_err());
+}
+
 /// Re-learning the data base after an overload (`CelerityParams::rebase`).
 /// Link 1 → 0 carries control packets in 10 ms and data packets of 1000
 /// bytes in 30 ms (20 ms of serialisation); at 10 s its capacity falls,
