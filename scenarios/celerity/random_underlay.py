@@ -131,8 +131,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--family", choices=sorted(FAMILIES), default="core")
     ap.add_argument("--fall", type=float, metavar="FRACTION",
-                    help="the core links fall to FRACTION of their capacity at 100 s")
-    ap.add_argument("--fall-at", type=int, default=100, metavar="S",
+                    help="the core links fall to FRACTION of their capacity at 100 s (--fall-at moves it)")
+    ap.add_argument("--fall-at", type=int, metavar="S",
                     help="the time of the fall (with --fall; at least 20 s, default 100)")
     ap.add_argument("first", type=int, metavar="FIRST_SEED")
     ap.add_argument("end", type=int, metavar="END_SEED")
@@ -142,14 +142,15 @@ def main():
         ap.error(f"END_SEED ({args.end}) must be greater than FIRST_SEED ({args.first})")
     if args.fall is not None and not 0 < args.fall < 1:
         ap.error(f"--fall ({args.fall}) must be between 0 and 1")
-    if args.fall_at != 100 and args.fall is None:
+    if args.fall_at is not None and args.fall is None:
         ap.error("--fall-at needs --fall")
-    if args.fall_at < 20:
+    if args.fall_at is not None and args.fall_at < 20:
         ap.error(f"--fall-at ({args.fall_at}) must be at least 20 s")
+    fall_at = 100 if args.fall_at is None else args.fall_at
     os.makedirs(args.out_dir, exist_ok=True)
     for seed in range(args.first, args.end):
         base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"
-        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall, args.fall_at)
+        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall, fall_at)
 
 
 if __name__ == "__main__":

@@ -1206,7 +1206,9 @@ fn the_narrowing_sweep_reports_each_sessions_return() {
 /// core link falling to FRACTION of its capacity at 100 s: 240 s with the
 /// windows [110,140] and [160,240]; the coded optimum after the fall is at
 /// most what it was before, and lower for some session. A fraction outside
-/// (0, 1) is refused (docs/celerity.md, "A link that narrows").
+/// (0, 1) is refused (docs/celerity.md, "A link that narrows"). With
+/// `--fall-at 40` the fall, the run and the windows move by 60 s earlier;
+/// a fall before 20 s, or `--fall-at` without `--fall`, is refused.
 #[test]
 fn underlays_with_a_fall_narrow_their_core() {
     let dir = tempfile::tempdir().unwrap();
@@ -1289,6 +1291,44 @@ fn underlays_with_a_fall_narrow_their_core() {
         let args = ["--fall", bad, "1", "2", "x"];
         python_refused("random_underlay.py", &args, d, "must be between 0 and 1");
     }
+    // `--fall-at S` moves the fall, the run and its windows (docs/celerity.md,
+    // "A fall within the climb").
+    python_ok(
+        "random_underlay.py",
+        &["--fall", "0.6", "--fall-at", "40", "1", "2", "early"],
+        d,
+    );
+    let read = |set: &str| -> toml::Value {
+        let text = std::fs::read_to_string(d.join(set).join("r1.toml")).unwrap();
+        toml::from_str(&text).unwrap()
+    };
+    let (fall, early) = (read("fall"), read("early"));
+    assert_eq!(fall["link"], early["link"]);
+    assert_eq!(early["duration_s"].as_integer(), Some(180));
+    let windows: Vec<_> = early["report"]["window"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["from_s"].as_integer(), w["to_s"].as_integer()))
+        .collect();
+    assert_eq!(
+        windows,
+        [(Some(50), Some(80)), (Some(100), Some(180))],
+        "windows"
+    );
+    let (events, moved) = (
+        fall["event"].as_array().unwrap(),
+        early["event"].as_array().unwrap(),
+    );
+    assert_eq!(events.len(), moved.len());
+    for (e, m) in events.iter().zip(moved) {
+        assert_eq!(m["at_s"].as_integer(), Some(40));
+        assert_eq!(e["capacity_kbps"], m["capacity_kbps"]);
+    }
+    let args = ["--fall", "0.6", "--fall-at", "10", "1", "2", "x"];
+    python_refused("random_underlay.py", &args, d, "must be at least 20 s");
+    let args = ["--fall-at", "40", "1", "2", "x"];
+    python_refused("random_underlay.py", &args, d, "--fall-at needs --fall");
 }
 
 /// The floor's rivals (`conference.floor_rivals`, on by default): two like
@@ -3919,17 +3959,8 @@ fn celerity_sessions_resume_at_what_an_overload_delivered() {
     let dir = tempfile::tempdir().unwrap();
     for kbps in [400, 320] {
         let back = |resume: &str| {
-            let sets = [
-                format!("event[0].capacity_kbps={kbps}"),
-                format!("conference.overload_resume={resume}"),
-            ];
-            let s = scenario_with_sets(
-                dir.path(),
-                "celerity/dumbbell-narrowing.toml",
-                &sets_of(&sets),
-            );
-            let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
-            slowest(|p| back_within(&s, p, 100..=200, level, 0)).saturating_sub(100)
+            let rule = format!("conference.overload_resume={resume}");
+            dumbbell_fall_back(dir.path(), 100, kbps, &rule)
         };
         let with = back("0.9");
         assert!(with <= 8, "{kbps} kbit/s: back {with} s after the fall");
@@ -3939,6 +3970,22 @@ fn celerity_sessions_resume_at_what_an_overload_delivered() {
             "{kbps} kbit/s: back {without} s after the fall without the rule"
         );
     }
+}
+
+/// The dumbbell whose E⇄F falls at `at` s to `kbps` each way
+/// (`dumbbell-narrowing.toml` with its event moved), run with `rule` set
+/// besides: the seconds from the fall until its slowest session is back
+/// (ten 1-s bins in a row at 90% of its new rate, 0.95 of half the
+/// capacity; `usize::MAX` less `at` where one never is).
+fn dumbbell_fall_back(dir: &Path, at: usize, kbps: u32, rule: &str) -> usize {
+    let sets = [
+        format!("event[0].at_s={at}"),
+        format!("event[0].capacity_kbps={kbps}"),
+        rule.to_string(),
+    ];
+    let s = scenario_with_sets(dir, "celerity/dumbbell-narrowing.toml", &sets_of(&sets));
+    let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
+    slowest(|p| back_within(&s, p, at..=200, level, 0)).saturating_sub(at)
 }
 
 /// A fall within the climb (`conference.climb_fall`): the dumbbell's E⇄F
@@ -3958,18 +4005,8 @@ fn celerity_a_fall_within_the_climb_is_resumed_as_after_it() {
     let dir = tempfile::tempdir().unwrap();
     for kbps in [320, 280] {
         let back = |fall: &str| {
-            let sets = [
-                "event[0].at_s=30".to_string(),
-                format!("event[0].capacity_kbps={kbps}"),
-                format!("conference.climb_fall={fall}"),
-            ];
-            let s = scenario_with_sets(
-                dir.path(),
-                "celerity/dumbbell-narrowing.toml",
-                &sets_of(&sets),
-            );
-            let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
-            slowest(|p| back_within(&s, p, 30..=200, level, 0)).saturating_sub(30)
+            let rule = format!("conference.climb_fall={fall}");
+            dumbbell_fall_back(dir.path(), 30, kbps, &rule)
         };
         let with = back("0.7");
         let without = back("0");
