@@ -66,7 +66,11 @@ FAMILIES = {
 }
 
 
-def gen(seed, out, family="core", fall=None, fall_at=100):
+# When --fall's links fall unless --fall-at says otherwise (s).
+FALL_AT = 100
+
+
+def gen(seed, out, family="core", fall=None, fall_at=FALL_AT):
     (nmin, nmax), (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
     # The core family draws exactly as it always has: its files are the
     # sets docs/celerity.md reports.
@@ -146,7 +150,7 @@ def main():
         ap.error("--fall-at needs --fall")
     if args.fall_at is not None and args.fall_at < 20:
         ap.error(f"--fall-at ({args.fall_at}) must be at least 20 s")
-    fall_at = 100 if args.fall_at is None else args.fall_at
+    fall_at = FALL_AT if args.fall_at is None else args.fall_at
     os.makedirs(args.out_dir, exist_ok=True)
     for seed in range(args.first, args.end):
         base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"

@@ -1219,16 +1219,13 @@ fn underlays_with_a_fall_narrow_their_core() {
         &["--fall", "0.6", "1", "3", "fall"],
         d,
     );
-    for seed in 1..3 {
-        let read = |set: &str| -> toml::Value {
-            let text = std::fs::read_to_string(d.join(set).join(format!("r{seed}.toml"))).unwrap();
-            toml::from_str(&text).unwrap()
-        };
-        let (plain, fall) = (read("plain"), read("fall"));
-        assert_eq!(plain["link"], fall["link"], "r{seed}");
-        assert_eq!(plain["conference"], fall["conference"], "r{seed}");
-        assert_eq!(fall["duration_s"].as_integer(), Some(240));
-        let windows: Vec<_> = fall["report"]["window"]
+    // Underlay `seed` of the set written to `set`, and its report windows.
+    let read = |set: &str, seed: u32| -> toml::Value {
+        let text = std::fs::read_to_string(d.join(set).join(format!("r{seed}.toml"))).unwrap();
+        toml::from_str(&text).unwrap()
+    };
+    let windows = |v: &toml::Value| -> Vec<(i64, i64)> {
+        v["report"]["window"]
             .as_array()
             .unwrap()
             .iter()
@@ -1238,8 +1235,14 @@ fn underlays_with_a_fall_narrow_their_core() {
                     w["to_s"].as_integer().unwrap(),
                 )
             })
-            .collect();
-        assert_eq!(windows, [(110, 140), (160, 240)], "r{seed}");
+            .collect()
+    };
+    for seed in 1..3 {
+        let (plain, fall) = (read("plain", seed), read("fall", seed));
+        assert_eq!(plain["link"], fall["link"], "r{seed}");
+        assert_eq!(plain["conference"], fall["conference"], "r{seed}");
+        assert_eq!(fall["duration_s"].as_integer(), Some(240));
+        assert_eq!(windows(&fall), [(110, 140), (160, 240)], "r{seed}");
         let core: Vec<_> = plain["link"]
             .as_array()
             .unwrap()
@@ -1298,24 +1301,10 @@ fn underlays_with_a_fall_narrow_their_core() {
         &["--fall", "0.6", "--fall-at", "40", "1", "2", "early"],
         d,
     );
-    let read = |set: &str| -> toml::Value {
-        let text = std::fs::read_to_string(d.join(set).join("r1.toml")).unwrap();
-        toml::from_str(&text).unwrap()
-    };
-    let (fall, early) = (read("fall"), read("early"));
+    let (fall, early) = (read("fall", 1), read("early", 1));
     assert_eq!(fall["link"], early["link"]);
     assert_eq!(early["duration_s"].as_integer(), Some(180));
-    let windows: Vec<_> = early["report"]["window"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| (w["from_s"].as_integer(), w["to_s"].as_integer()))
-        .collect();
-    assert_eq!(
-        windows,
-        [(Some(50), Some(80)), (Some(100), Some(180))],
-        "windows"
-    );
+    assert_eq!(windows(&early), [(50, 80), (100, 180)]);
     let (events, moved) = (
         fall["event"].as_array().unwrap(),
         early["event"].as_array().unwrap(),

@@ -3270,8 +3270,11 @@ impl CelerityPeer {
         // late packets as the session's loss and the rebound act.
         let celerity = self.celerity_trees();
         let settled_celerity = celerity && !window;
-        // A link that fell within the climb is past it (see
-        // `CelerityParams::climb_fall`).
+        // A link that fell within the climb is past it until the next
+        // window opens a new climb (see `CelerityParams::climb_fall`).
+        if window {
+            self.incoming[u].climb_ended = false;
+        }
         let climbing = climbing && !self.incoming[u].climb_ended;
         // Whether this interval is in a window or the climb after it, on
         // Celerity's own trees: where the settled step and the drift may act
@@ -3375,9 +3378,6 @@ impl CelerityPeer {
         inc.delivery_slow += 0.2 * (delivery - inc.delivery_slow);
         if !inc.overloaded && inc.qslow < knee {
             inc.delivery_peak = inc.delivery_peak.max(inc.delivery_slow);
-        }
-        if window {
-            inc.climb_ended = false;
         }
         let fell = climb_fall > 0.0
             && climbing

@@ -1014,8 +1014,11 @@ fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
 /// behind a queue at twice the bound, in which its tail has cut the
 /// session to 5 kbit/s there; the next interval's packets read 10 ms and
 /// bring nothing of the session. The falls and drained overloads counted,
-/// the session's rate on the link after that interval, and whether the
-/// link is past the climb.
+/// the session's rate on the link after that interval, whether the link
+/// is past the climb, and whether, after one more interval in a window (a
+/// join, a leave, a link down or back opens a new climb) whose queue
+/// stands at twice the bound, it still is or has found an overload there
+/// (a window's overloads are the start's, left to the window's rules).
 #[test]
 fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
     let after = |c: &CelerityConfig, phase: Phase, before: f64, during: f64| {
@@ -1041,11 +1044,16 @@ fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
         inc.session_packets[2] = 0;
         measured(inc, 0.01, false);
         peer.update_rates(1, phase);
+        let (rate, ended) = (peer.incoming[1].rates[2], peer.incoming[1].climb_ended);
+        measured(&mut peer.incoming[1], 2.0 * bound, true);
+        peer.update_rates(1, phase.window(true));
+        let inc = &peer.incoming[1];
         (
             peer.counters().climb_falls,
             peer.counters().drained_overloads,
-            peer.incoming[1].rates[2],
-            peer.incoming[1].climb_ended,
+            rate,
+            ended,
+            inc.climb_ended || inc.overloaded,
         )
     };
     let c = queue_priced_cfg();
@@ -1056,19 +1064,20 @@ fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
     // The one-second delivery (268 kbit/s at the peak) passes under 0.7
     // of the peak in the overload's third interval, which finds it: six
     // intervals at 100 kbit/s and the drained one, which brought nothing.
-    // The link is past the climb from then on.
-    let (falls, drained, rate, ended) = after(&c, climbing, 300.0, 100.0);
-    assert_eq!((falls, drained, ended), (1, 1, true));
+    // The link is past the climb from then on, until a window opens a
+    // new climb.
+    let (falls, drained, rate, ended, still) = after(&c, climbing, 300.0, 100.0);
+    assert_eq!((falls, drained, ended, still), (1, 1, true, false));
     assert!((rate - 0.9 * 600.0 / 7.0).abs() < 0.1, "{rate}");
     // After the climb the overload is found in its first interval, as
     // before, and not counted as a fall within the climb.
-    let (falls, drained, rate, ended) = after(&c, settled(), 300.0, 100.0);
+    let (falls, drained, rate, ended, _) = after(&c, settled(), 300.0, 100.0);
     assert_eq!((falls, drained, ended), (0, 1, false));
     assert!((rate - 0.9 * 800.0 / 9.0).abs() < 0.1, "{rate}");
     // No fall (an overload while the link delivers what it did: the
     // start's), a fall of less than the fraction, a fall in a quick-start
     // window, and the rule off: within the climb, no overload is found.
-    let none = |(falls, drained, rate, ended): (u64, u64, f64, bool)| {
+    let none = |(falls, drained, rate, ended, _): (u64, u64, f64, bool, bool)| {
         falls == 0 && drained == 0 && rate < 10.0 && !ended
     };
     assert!(none(after(&c, climbing, 300.0, 300.0)));
