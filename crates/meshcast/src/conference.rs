@@ -138,6 +138,7 @@ pub(crate) struct RawConference {
     rebase: Option<bool>,
     overload_resume: Option<Spanned<f64>>,
     climb_fall: Option<Spanned<f64>>,
+    fall_calm_s: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -483,6 +484,9 @@ pub(crate) fn check(
     }
     if let Some(v) = fraction(&raw.climb_fall, "conference.climb_fall")? {
         params.climb_fall = v;
+    }
+    if let Some(v) = non_negative(&raw.fall_calm_s, "conference.fall_calm_s")? {
+        params.fall_calm = Duration::from_secs_f64(v);
     }
     if let Some(v) = at_least_one(&raw.burst, "conference.burst")? {
         params.burst = v;

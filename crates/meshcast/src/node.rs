@@ -738,8 +738,9 @@ pub struct PeerSummary {
     /// (docs/celerity.md, "Resuming at an overload's delivery").
     pub drained_overloads: u64,
     /// Times a link into this node found an overload within the climb
-    /// because it delivered well under what it had delivered with no
-    /// queue (docs/celerity.md, "A fall within the climb").
+    /// (or a quick-start window, after a calm) because it delivered well
+    /// under what it had delivered with no queue (docs/celerity.md, "A
+    /// fall within the climb", "A fall within the windows").
     pub climb_falls: u64,
     /// How late this node's encoder followed the rate offered it, ms, as
     /// measured at the end ([`CelerityPeer::app_lag`]); `null` if it could

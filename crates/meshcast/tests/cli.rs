@@ -321,7 +321,13 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
     expect_bad_input("", &[], &["s.toml:1:1", "missing field"]);
     let dumbbell =
         std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();
-    for key in ["late_loss", "settled_step", "drift_gain", "climb_s"] {
+    for key in [
+        "late_loss",
+        "settled_step",
+        "drift_gain",
+        "climb_s",
+        "fall_calm_s",
+    ] {
         expect_bad_input(
             &dumbbell,
             &["--set", &format!("conference.{key}=-1")],
@@ -3206,6 +3212,15 @@ fn celerity_quick_start_brings_a_joining_member_up_sooner() {
 /// without both (median 18 s), so the test now takes the median of those
 /// nine (on 3-s means, as before) and checks the default point alone on
 /// 1-s bins (docs/celerity.md, "Compact rates in control").
+///
+/// Since the twenty-fourth session of 2026-12-05 a fall within a window
+/// (`conference.fall_calm_s`) mends much of the same slow exit on its own:
+/// D's join overloads links that were calm for 100 s and now deliver under
+/// 0.7 of their peak, and the arm without both rules comes back in 10–14 s
+/// (median 12; 10–22, median 18, without that rule too). The arm without
+/// them turns it off as well; with them the nine points are within a
+/// second of their figures without it (median 10 either way;
+/// docs/celerity.md, "A fall within the windows").
 #[test]
 fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join() {
     let dir = tempfile::tempdir().unwrap();
@@ -3230,6 +3245,7 @@ fn celerity_resumed_quick_start_brings_sessions_back_within_15_seconds_of_a_join
             "conference.resume=0",
             "conference.fresh_exit=false",
             "conference.scale_in_windows=true",
+            "conference.fall_calm_s=0",
         ];
         let off = peer_dynamics(dir.path(), &[&at[..], &off[..]].concat());
         without.push(slowest(|p| back(&off, p)));
@@ -4000,6 +4016,38 @@ fn celerity_a_fall_within_the_climb_is_resumed_as_after_it() {
         let with = back("0.7");
         let without = back("0");
         assert!(with <= 12, "{kbps} kbit/s: back {with} s after the fall");
+        assert!(
+            without >= 30,
+            "{kbps} kbit/s: back {without} s after the fall without the rule"
+        );
+    }
+}
+
+/// A fall within a quick-start window (`conference.fall_calm_s`): the
+/// dumbbell's E⇄F falls at 20 s, within the start's window and long after
+/// the links' quick start ended, from 480 to 320 or 200 kbit/s each way
+/// (`dumbbell-narrowing.toml` with the event moved). The four links across
+/// it had been calm (their queue under the delay guard's knee) for about
+/// 20 s and deliver under 0.7 of their peak, so their tails judge the
+/// overload as after the climb (and take the links for past it until the
+/// next window): they release its guards and late charges once it drains
+/// and resume the sessions at what they delivered meanwhile. Every session
+/// is back (ten 1-s bins in a row at 90% of its new rate, 0.95 of half the
+/// capacity) within 22 s of the fall (measured 18 s at 320, 15 s at 200);
+/// without the rule the window's cuts left them at a few kbit/s and the
+/// slowest took 37 and 114 s (docs/celerity.md, "A fall within the
+/// windows").
+#[test]
+fn celerity_a_fall_within_a_window_is_resumed_as_after_the_climb() {
+    let dir = tempfile::tempdir().unwrap();
+    for kbps in [320, 200] {
+        let back = |calm: &str| {
+            let rule = format!("conference.fall_calm_s={calm}");
+            dumbbell_fall_back(dir.path(), 20, kbps, &rule)
+        };
+        let with = back("5");
+        let without = back("0");
+        assert!(with <= 22, "{kbps} kbit/s: back {with} s after the fall");
         assert!(
             without >= 30,
             "{kbps} kbit/s: back {without} s after the fall without the rule"

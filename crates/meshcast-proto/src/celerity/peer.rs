@@ -900,12 +900,34 @@ pub struct CelerityParams {
     /// settled step and the drift stop there; with them the sessions
     /// resumed at the overload's delivery overshot the new capacity). The
     /// start's overloads come while the link first fills, when the peak
-    /// is what it delivers. After the dumbbell's E⇄F fell from 480 kbit/s
-    /// at 25–45 s to 400–200 kbit/s (thirty points), the slowest session
-    /// came back (90% of its new rate for 5 s running) 18.6 s after the
-    /// fall on the mean, against 61.7 s without the rule
-    /// (docs/celerity.md, "A fall within the climb").
+    /// is what it delivers. Within the windows only a link that was calm
+    /// for a while is judged so ([`CelerityParams::fall_calm`]). After
+    /// the dumbbell's E⇄F fell from 480 kbit/s at 25–45 s to 400–200
+    /// kbit/s (thirty points), the slowest session came back (90% of its
+    /// new rate for 5 s running) 18.6 s after the fall on the mean,
+    /// against 61.7 s without the rule (docs/celerity.md, "A fall within
+    /// the climb").
     pub climb_fall: f64,
+    /// A fall within the quick-start windows (zero turns it off): a link
+    /// can fall before the start's window ends too, where its quick start
+    /// has long ended and the window's cuts of up to 30% an interval
+    /// bring its sessions down to a few kbit/s, from which they climb
+    /// back at κ's pace. Within a window, once the link's quick start has
+    /// ended, a fall ([`CelerityParams::climb_fall`]'s, of the same
+    /// fraction) counts where the link had been calm (its queue, averaged
+    /// over about a second, under the delay guard's knee, and no overload)
+    /// for at least this long before the overload, and the link is then
+    /// past the climb until the next window opens (within a window a fall
+    /// acts only through the overload it finds). The start's overloads
+    /// come on links that fill and drain every few seconds: on the slow
+    /// cores the links that delivered under 0.7 of their peak at an
+    /// overload in the start's window had been calm 0.4–4.2 s before it,
+    /// the dumbbell's links that fell 20 s. After the dumbbell's E⇄F
+    /// fell from 480 kbit/s at 10–45 s to 400–200 kbit/s (48 points), the
+    /// slowest session came back (90% of its new rate for 5 s running)
+    /// 15.3 s after the fall on the mean, against 27.9 s without it
+    /// (docs/celerity.md, "A fall within the windows").
+    pub fall_calm: Duration,
     /// A lead on the rate offered a lagging application (0 turns it off,
     /// the default): once the source has measured its application to
     /// follow the offer [`APP_LEAD_FROM`] late or more
@@ -1494,6 +1516,7 @@ impl Default for CelerityParams {
             rebase: true,
             overload_resume: 0.9,
             climb_fall: 0.7,
+            fall_calm: Duration::from_secs(5),
             app_lead: 0.0,
             reach_news: true,
             scale_in_windows: false,
@@ -1579,9 +1602,9 @@ pub struct PeerCounters {
     /// [`CelerityParams::drain_release`] and
     /// [`CelerityParams::overload_resume`]).
     pub drained_overloads: u64,
-    /// Times a link into this peer found an overload within the climb
-    /// because its delivery had fallen (see
-    /// [`CelerityParams::climb_fall`]).
+    /// Times a link into this peer found an overload within the climb or
+    /// a quick-start window because its delivery had fallen (see
+    /// [`CelerityParams::climb_fall`] and [`CelerityParams::fall_calm`]).
     pub climb_falls: u64,
 }
 
@@ -2160,9 +2183,18 @@ struct Incoming {
     /// (see [`CelerityParams::climb_fall`]).
     delivery_slow: f64,
     delivery_peak: f64,
-    /// The link fell within the climb: it is past the climb until the next
-    /// window (see [`CelerityParams::climb_fall`]).
+    /// The link fell within the climb or a window: it is past the climb
+    /// until the next window opens (see [`CelerityParams::climb_fall`] and
+    /// [`CelerityParams::fall_calm`]).
     climb_ended: bool,
+    /// Whether the link's last interval was in a quick-start window: a
+    /// window opens where this one is and the last was not.
+    in_window: bool,
+    /// Seconds the link has been calm so far (its averaged queue under
+    /// the knee and no overload), and the length of its last calm stretch
+    /// before that (see [`CelerityParams::fall_calm`]).
+    calm_s: f64,
+    calm_before: f64,
     /// An overload has just drained: watch the size classes from the next
     /// packet on (see [`CelerityParams::rebase`]).
     rebase_due: bool,
@@ -2743,6 +2775,9 @@ impl CelerityPeer {
             delivery_slow: 0.0,
             delivery_peak: 0.0,
             climb_ended: false,
+            in_window: false,
+            calm_s: 0.0,
+            calm_before: 0.0,
             rebase_due: false,
             rebase: None,
             peak: [0.0; MAX_PARTICIPANTS],
@@ -3270,9 +3305,12 @@ impl CelerityPeer {
         // late packets as the session's loss and the rebound act.
         let celerity = self.celerity_trees();
         let settled_celerity = celerity && !window;
-        // A link that fell within the climb is past it until the next
-        // window opens a new climb (see `CelerityParams::climb_fall`).
-        if window {
+        // A link that fell within the climb or a window is past the climb
+        // until the next window opens a new one (see
+        // `CelerityParams::climb_fall` and `CelerityParams::fall_calm`).
+        let opens = window && !self.incoming[u].in_window;
+        self.incoming[u].in_window = window;
+        if opens {
             self.incoming[u].climb_ended = false;
         }
         let climbing = climbing && !self.incoming[u].climb_ended;
@@ -3338,6 +3376,7 @@ impl CelerityPeer {
         let (drain_release, rebase) = (self.cfg.params.drain_release, self.cfg.params.rebase);
         let (overload_resume, climb_fall) =
             (self.cfg.params.overload_resume, self.cfg.params.climb_fall);
+        let fall_calm = self.cfg.params.fall_calm.as_secs_f64();
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -3378,14 +3417,29 @@ impl CelerityPeer {
         inc.delivery_slow += 0.2 * (delivery - inc.delivery_slow);
         if !inc.overloaded && inc.qslow < knee {
             inc.delivery_peak = inc.delivery_peak.max(inc.delivery_slow);
+            inc.calm_s += interval;
+        } else if inc.calm_s > 0.0 {
+            inc.calm_before = inc.calm_s;
+            inc.calm_s = 0.0;
         }
+        // Within a window only after the link's quick start, on a link that
+        // was calm long enough before (see `CelerityParams::fall_calm`).
+        let may_fall = if window {
+            fall_calm > 0.0 && !inc.ramping && inc.calm_before >= fall_calm
+        } else {
+            true
+        };
         let fell = climb_fall > 0.0
             && climbing
-            && !window
+            && may_fall
             && inc.delivery_slow < climb_fall * inc.delivery_peak;
         // Where the overloads' rules act: after the climb, or on a link
-        // that fell within it.
-        let settled_here = !climbing || fell;
+        // that fell within it. Within a window only from the overload a
+        // fall finds on (the link is past the climb from then on): what a
+        // fall marks besides (the late charges of packets that met a queue
+        // at the bound) waits for that overload there (see
+        // `CelerityParams::fall_calm`).
+        let settled_here = !climbing || (fell && !window);
         // An overload after the loop settled, and the first interval whose
         // packets show it drained (see `CelerityParams::drain_release`,
         // `CelerityParams::rebase` and `CelerityParams::overload_resume`).
@@ -3393,7 +3447,7 @@ impl CelerityPeer {
         // Each session's rate on the link resumes at least here (kbit/s).
         let mut resume_at = [0.0; MAX_PARTICIPANTS];
         if drain_release || rebase || overload_resume > 0.0 {
-            if settled_here && inc.qslow >= bound && !inc.overloaded {
+            if (settled_here || fell) && inc.qslow >= bound && !inc.overloaded {
                 self.counters.climb_falls += u64::from(fell);
                 inc.climb_ended |= fell;
                 inc.overloaded = true;

@@ -1008,43 +1008,61 @@ fn an_overload_that_has_drained_resumes_its_sessions_at_their_delivery() {
     assert!(CelerityPeer::new(off).is_err());
 }
 
+/// A link that falls: link 1 → 0 delivers `before` kbit/s of session 2
+/// (IP bytes) for `calm` intervals of `phase` behind a 10-ms queue, then
+/// `during` kbit/s for eight intervals behind a queue at twice the bound,
+/// in which its tail has cut the session to 5 kbit/s there; the next
+/// interval's packets read 10 ms and bring nothing of the session.
+/// Returns the peer after that interval and the session's rate on the link
+/// then.
+fn link_falls(
+    c: &CelerityConfig,
+    phase: Phase,
+    calm: usize,
+    before: f64,
+    during: f64,
+) -> (CelerityPeer, f64) {
+    let mut peer = crossing_peer(c);
+    peer.sessions[2] = known_session(0.05, 0b111, 0b110);
+    let bound = c.params.delay_bound.as_secs_f64();
+    let bytes = |kbps: f64| (kbps * 1e3 / 8.0 * phase.interval) as u64;
+    for i in 0..calm + 8 {
+        let (kbps, queue) = if i < calm {
+            (before, 0.01)
+        } else {
+            (during, 2.0 * bound)
+        };
+        let inc = &mut peer.incoming[1];
+        inc.rates[2] = 5.0;
+        inc.session_bytes[2] = bytes(kbps);
+        inc.session_packets[2] = 10;
+        measured(inc, queue, true);
+        peer.update_rates(1, phase);
+    }
+    let inc = &mut peer.incoming[1];
+    inc.session_bytes[2] = 0;
+    inc.session_packets[2] = 0;
+    measured(inc, 0.01, false);
+    peer.update_rates(1, phase);
+    let rate = peer.incoming[1].rates[2];
+    (peer, rate)
+}
+
 /// A fall within the climb (`CelerityParams::climb_fall`): link 1 → 0
-/// delivers `before` kbit/s of session 2 (IP bytes) for ten intervals of
-/// `phase` behind a 10-ms queue, then `during` kbit/s for eight intervals
-/// behind a queue at twice the bound, in which its tail has cut the
-/// session to 5 kbit/s there; the next interval's packets read 10 ms and
-/// bring nothing of the session. The falls and drained overloads counted,
-/// the session's rate on the link after that interval, whether the link
-/// is past the climb, and whether, after one more interval in a window (a
-/// join, a leave, a link down or back opens a new climb) whose queue
-/// stands at twice the bound, it still is or has found an overload there
-/// (a window's overloads are the start's, left to the window's rules).
+/// falls after ten intervals ([`link_falls`]). The falls and drained
+/// overloads counted, the session's rate on the link after the drained
+/// interval, whether the link is past the climb, and whether, after one
+/// more interval in a window that opens (a join, a leave, a link down or
+/// back opens a new climb) whose queue stands at twice the bound, it still
+/// is or has found an overload there (a window's overloads are the
+/// start's, left to the window's rules, but for a calm link's: the next
+/// test).
 #[test]
 fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
     let after = |c: &CelerityConfig, phase: Phase, before: f64, during: f64| {
-        let mut peer = crossing_peer(c);
-        peer.sessions[2] = known_session(0.05, 0b111, 0b110);
+        let (mut peer, rate) = link_falls(c, phase, 10, before, during);
+        let ended = peer.incoming[1].climb_ended;
         let bound = c.params.delay_bound.as_secs_f64();
-        let bytes = |kbps: f64| (kbps * 1e3 / 8.0 * phase.interval) as u64;
-        for i in 0..18 {
-            let (kbps, queue) = if i < 10 {
-                (before, 0.01)
-            } else {
-                (during, 2.0 * bound)
-            };
-            let inc = &mut peer.incoming[1];
-            inc.rates[2] = 5.0;
-            inc.session_bytes[2] = bytes(kbps);
-            inc.session_packets[2] = 10;
-            measured(inc, queue, true);
-            peer.update_rates(1, phase);
-        }
-        let inc = &mut peer.incoming[1];
-        inc.session_bytes[2] = 0;
-        inc.session_packets[2] = 0;
-        measured(inc, 0.01, false);
-        peer.update_rates(1, phase);
-        let (rate, ended) = (peer.incoming[1].rates[2], peer.incoming[1].climb_ended);
         measured(&mut peer.incoming[1], 2.0 * bound, true);
         peer.update_rates(1, phase.window(true));
         let inc = &peer.incoming[1];
@@ -1076,7 +1094,8 @@ fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
     assert!((rate - 0.9 * 800.0 / 9.0).abs() < 0.1, "{rate}");
     // No fall (an overload while the link delivers what it did: the
     // start's), a fall of less than the fraction, a fall in a quick-start
-    // window, and the rule off: within the climb, no overload is found.
+    // window after two calm seconds (under `fall_calm`'s five), and the
+    // rule off: within the climb, no overload is found.
     let none = |(falls, drained, rate, ended, _): (u64, u64, f64, bool, bool)| {
         falls == 0 && drained == 0 && rate < 10.0 && !ended
     };
@@ -1088,6 +1107,49 @@ fn a_link_that_falls_within_the_climb_has_its_overload_judged_as_after_it() {
     assert!(none(after(&off, climbing, 300.0, 100.0)));
     off.params.climb_fall = 1.5;
     assert!(CelerityPeer::new(off).is_err());
+}
+
+/// A fall within a quick-start window (`CelerityParams::fall_calm`): link
+/// 1 → 0, its quick start over, falls from 300 to 100 kbit/s in a window
+/// after `calm` calm intervals ([`link_falls`]). After 26 (5.2 s, past
+/// `fall_calm`'s 5 s) the overload is found as within the climb (in its
+/// third interval) and drains as after it, the session resuming at 0.9
+/// of its mean delivery meanwhile; the link is past the climb for the
+/// rest of the window (an interval more of the same window with its queue
+/// at twice the bound finds the next overload at once) and until a window
+/// opens anew. After 24 calm intervals (4.8 s), or with the rule off, none
+/// is found.
+#[test]
+fn a_link_that_falls_within_a_window_after_a_calm_has_its_overload_judged_as_after_the_climb() {
+    let c = queue_priced_cfg();
+    assert_eq!(c.params.fall_calm, Duration::from_secs(5));
+    let window = settled().climbing(true).window(true);
+    let bound = c.params.delay_bound.as_secs_f64();
+    let (mut peer, rate) = link_falls(&c, window, 26, 300.0, 100.0);
+    let counters = peer.counters();
+    assert_eq!((counters.climb_falls, counters.drained_overloads), (1, 1));
+    assert!((rate - 0.9 * 600.0 / 7.0).abs() < 0.1, "{rate}");
+    assert!(peer.incoming[1].climb_ended);
+    measured(&mut peer.incoming[1], 2.0 * bound, true);
+    peer.update_rates(1, window);
+    assert!(peer.incoming[1].climb_ended && peer.incoming[1].overloaded);
+    // A window that opens anew (after an interval outside any) begins a
+    // new climb.
+    let (mut peer, _) = link_falls(&c, window, 26, 300.0, 100.0);
+    measured(&mut peer.incoming[1], 0.01, true);
+    peer.update_rates(1, settled().climbing(true));
+    assert!(peer.incoming[1].climb_ended);
+    peer.update_rates(1, window);
+    assert!(!peer.incoming[1].climb_ended);
+    let none = |c: &CelerityConfig, calm: usize| {
+        let (peer, rate) = link_falls(c, window, calm, 300.0, 100.0);
+        let counters = peer.counters();
+        counters.climb_falls == 0 && counters.drained_overloads == 0 && rate < 10.0
+    };
+    assert!(none(&c, 24));
+    let mut off = c.clone();
+    off.params.fall_calm = Duration::ZERO;
+    assert!(none(&off, 26));
 }
 
 /// Re-learning the data base after an overload (`CelerityParams::rebase`).
