@@ -3961,18 +3961,35 @@ fn celerity_sessions_come_back_from_a_deep_fall() {
 /// (docs/celerity.md, "Resuming at an overload's delivery").
 #[test]
 fn celerity_sessions_resume_at_what_an_overload_delivered() {
+    dumbbell_falls_back_with_a_rule(
+        100,
+        &[400, 320],
+        "conference.overload_resume",
+        ("0.9", 8),
+        ("0", 12),
+    );
+}
+
+/// The dumbbell whose E⇄F falls at `at` s to each of `kbps` each way, run
+/// with `key` set to `on` and to `off`: with it every session is back
+/// ([`dumbbell_fall_back`]) within `within` s of the fall, without it the
+/// slowest only `without` s after it or later.
+fn dumbbell_falls_back_with_a_rule(
+    at: usize,
+    kbps: &[u32],
+    key: &str,
+    (on, within): (&str, usize),
+    (off, without): (&str, usize),
+) {
     let dir = tempfile::tempdir().unwrap();
-    for kbps in [400, 320] {
-        let back = |resume: &str| {
-            let rule = format!("conference.overload_resume={resume}");
-            dumbbell_fall_back(dir.path(), 100, kbps, &rule)
-        };
-        let with = back("0.9");
-        assert!(with <= 8, "{kbps} kbit/s: back {with} s after the fall");
-        let without = back("0");
+    for &k in kbps {
+        let back = |v: &str| dumbbell_fall_back(dir.path(), at, k, &format!("{key}={v}"));
+        let with = back(on);
+        assert!(with <= within, "{k} kbit/s: back {with} s after the fall");
+        let slowest = back(off);
         assert!(
-            without >= 12,
-            "{kbps} kbit/s: back {without} s after the fall without the rule"
+            slowest >= without,
+            "{k} kbit/s: back {slowest} s after the fall without the rule"
         );
     }
 }
@@ -4007,20 +4024,13 @@ fn dumbbell_fall_back(dir: &Path, at: usize, kbps: u32, rule: &str) -> usize {
 /// fall within the climb").
 #[test]
 fn celerity_a_fall_within_the_climb_is_resumed_as_after_it() {
-    let dir = tempfile::tempdir().unwrap();
-    for kbps in [320, 280] {
-        let back = |fall: &str| {
-            let rule = format!("conference.climb_fall={fall}");
-            dumbbell_fall_back(dir.path(), 30, kbps, &rule)
-        };
-        let with = back("0.7");
-        let without = back("0");
-        assert!(with <= 12, "{kbps} kbit/s: back {with} s after the fall");
-        assert!(
-            without >= 30,
-            "{kbps} kbit/s: back {without} s after the fall without the rule"
-        );
-    }
+    dumbbell_falls_back_with_a_rule(
+        30,
+        &[320, 280],
+        "conference.climb_fall",
+        ("0.7", 12),
+        ("0", 30),
+    );
 }
 
 /// A fall within a quick-start window (`conference.fall_calm_s`): the
@@ -4039,20 +4049,13 @@ fn celerity_a_fall_within_the_climb_is_resumed_as_after_it() {
 /// windows").
 #[test]
 fn celerity_a_fall_within_a_window_is_resumed_as_after_the_climb() {
-    let dir = tempfile::tempdir().unwrap();
-    for kbps in [320, 200] {
-        let back = |calm: &str| {
-            let rule = format!("conference.fall_calm_s={calm}");
-            dumbbell_fall_back(dir.path(), 20, kbps, &rule)
-        };
-        let with = back("5");
-        let without = back("0");
-        assert!(with <= 22, "{kbps} kbit/s: back {with} s after the fall");
-        assert!(
-            without >= 30,
-            "{kbps} kbit/s: back {without} s after the fall without the rule"
-        );
-    }
+    dumbbell_falls_back_with_a_rule(
+        20,
+        &[320, 200],
+        "conference.fall_calm_s",
+        ("5", 22),
+        ("0", 30),
+    );
 }
 
 /// An encoder whose rate control lags the offered rate
