@@ -139,6 +139,7 @@ pub(crate) struct RawConference {
     overload_resume: Option<Spanned<f64>>,
     climb_fall: Option<Spanned<f64>>,
     fall_calm_s: Option<Spanned<f64>>,
+    fall_price: Option<bool>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -383,6 +384,9 @@ pub(crate) fn check(
     }
     if let Some(w) = raw.scale_in_windows {
         params.scale_in_windows = w;
+    }
+    if let Some(f) = raw.fall_price {
+        params.fall_price = f;
     }
     if let Some(w) = raw.burst_wait {
         params.burst_wait = w;

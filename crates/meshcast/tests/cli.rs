@@ -4000,14 +4000,43 @@ fn dumbbell_falls_back_with_a_rule(
 /// (ten 1-s bins in a row at 90% of its new rate, 0.95 of half the
 /// capacity; `usize::MAX` less `at` where one never is).
 fn dumbbell_fall_back(dir: &Path, at: usize, kbps: u32, rule: &str) -> usize {
+    let s = dumbbell_fall(dir, at, kbps, rule);
+    let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
+    slowest(|p| back_within(&s, p, at..=200, level, 0)).saturating_sub(at)
+}
+
+/// The same run's lowest 1-s figure of any session after its first
+/// return, as a fraction of its new rate (0.95 of half the capacity): from
+/// the end of its first five 1-s bins in a row at 90% of that rate after
+/// the fall (`narrowing_sweep.py`'s return) to 100 s; 0 where a session
+/// never gets there.
+fn dumbbell_fall_dip(dir: &Path, at: usize, kbps: u32, rule: &str) -> f64 {
+    let s = dumbbell_fall(dir, at, kbps, rule);
+    let rate = 0.95 * f64::from(kbps) / 2.0;
+    let lowest = |p: &str| {
+        let recv = recv_series(&s, p);
+        let back = (at..=95).find(|&t| recv[t..t + 5].iter().all(|&r| r >= 0.9 * rate))?;
+        Some(
+            recv[back + 5..=100]
+                .iter()
+                .fold(f64::INFINITY, |low, &r| low.min(r / rate)),
+        )
+    };
+    ["A", "B", "C", "D"]
+        .into_iter()
+        .map(|p| lowest(p).unwrap_or(0.0))
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// `dumbbell-narrowing.toml` with its fall moved to `at` s and `kbps`,
+/// and `rule` set besides.
+fn dumbbell_fall(dir: &Path, at: usize, kbps: u32, rule: &str) -> Value {
     let sets = [
         format!("event[0].at_s={at}"),
         format!("event[0].capacity_kbps={kbps}"),
         rule.to_string(),
     ];
-    let s = scenario_with_sets(dir, "celerity/dumbbell-narrowing.toml", &sets_of(&sets));
-    let level = 0.9 * 0.95 * f64::from(kbps) / 2.0;
-    slowest(|p| back_within(&s, p, at..=200, level, 0)).saturating_sub(at)
+    scenario_with_sets(dir, "celerity/dumbbell-narrowing.toml", &sets_of(&sets))
 }
 
 /// A fall within the climb (`conference.climb_fall`): the dumbbell's E⇄F
@@ -4056,6 +4085,36 @@ fn celerity_a_fall_within_a_window_is_resumed_as_after_the_climb() {
         ("5", 22),
         ("0", 30),
     );
+}
+
+/// The price after a fall within a window (`conference.fall_price`): the
+/// dumbbell's E⇄F falls within the start's window, at 20 s to 280 kbit/s
+/// each way and at 15 s to 200. The sessions resumed at what the links
+/// delivered climb on while the window charges the plain queue, which
+/// meets their `U′` (100–150 ms) where the queue is as long: without the
+/// rule the queue across E⇄F rose to 150–190 ms by 30.4–31 s, the packets
+/// came late, and a session's lowest receiver got nothing for a second at
+/// 30 s, once back. With the links that fell pricing their queue as after
+/// the windows (the queue ceiling's scale and the standing weight), every
+/// session's lowest 1-s figure after its return (five bins in a row at
+/// 90% of its new rate) to 100 s is at least 0.75 of that rate (measured
+/// 0.93 at 280 and 0.87 at 200); without it, at most 0.1 (measured nothing
+/// at either; docs/celerity.md, "The price after a fall within a window").
+#[test]
+fn celerity_a_link_that_fell_within_a_window_is_priced_as_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (at, kbps) in [(20, 280), (15, 200)] {
+        let dip = |v: &str| {
+            dumbbell_fall_dip(dir.path(), at, kbps, &format!("conference.fall_price={v}"))
+        };
+        let with = dip("true");
+        assert!(with >= 0.75, "{kbps} kbit/s at {at} s: {with} of its rate");
+        let without = dip("false");
+        assert!(
+            without <= 0.1,
+            "{kbps} kbit/s at {at} s: {without} without the scale"
+        );
+    }
 }
 
 /// An encoder whose rate control lags the offered rate

@@ -332,7 +332,8 @@ pub struct CelerityParams {
     /// near its 2-hop optimum instead of its coded one (docs/celerity.md,
     /// "The standing weight"). Not in the windows: there the queue that
     /// builds as links fill must slow the climb at once, and weighting it
-    /// too slowed joins.
+    /// too slowed joins (but on a link that fell within one, see
+    /// [`fall_price`](Self::fall_price)).
     pub standing_ratio: f64,
     /// The gain floor, in packet times (0 turns it off). Outside the
     /// quick-start windows, on Celerity's own trees, a session whose `U′`
@@ -928,6 +929,26 @@ pub struct CelerityParams {
     /// 15.3 s after the fall on the mean, against 27.9 s without it
     /// (docs/celerity.md, "A fall within the windows").
     pub fall_calm: Duration,
+    /// Whether a link that fell within a quick-start window
+    /// ([`CelerityParams::fall_calm`]) prices its queue as after the
+    /// windows for the rest of the window: the queue ceiling's price scale
+    /// ([`queue_ceiling`](Self::queue_ceiling), which fades in over about
+    /// two seconds as it always does) and the standing weight
+    /// ([`standing_ratio`](Self::standing_ratio)). Default `true`. The
+    /// windows leave both out because the `U′` of sessions that still ramp
+    /// is far from any equilibrium and the queue that builds as links fill
+    /// must slow the climb at once; a link past the climb has neither. Its
+    /// sessions, resumed at what it delivered, have `U′` of 100–150 ms, and
+    /// the plain price meets that where the queue is as long: on the
+    /// dumbbell whose E⇄F fell at 20 s to 280 kbit/s the queue across it
+    /// rose to 150–190 ms by 30.4–31 s, the packets came late and a session's
+    /// lowest receiver got nothing at 30 s, once back. After the dumbbell's
+    /// E⇄F fell at 10–25 s to 400–200 kbit/s (24 points), one point dips
+    /// under 0.7 of its new rate after coming back (four without the
+    /// rule) and the slowest session is back (ten 1-s bins at 90%) 16.8 s
+    /// after the fall on the mean (20.0 without it; docs/celerity.md, "The
+    /// price after a fall within a window").
+    pub fall_price: bool,
     /// A lead on the rate offered a lagging application (0 turns it off,
     /// the default): once the source has measured its application to
     /// follow the offer [`APP_LEAD_FROM`] late or more
@@ -977,7 +998,8 @@ pub struct CelerityParams {
     /// ([`queue_ceiling`](Self::queue_ceiling)) also acts in the
     /// quick-start windows after the start (joins, leaves, links going
     /// down or coming back), as it did until the fourth session of
-    /// 2026-11-29. Default `false`: in no window, as in the start's. The
+    /// 2026-11-29. Default `false`: in no window, as in the start's (but on
+    /// a link that fell within one, see [`fall_price`](Self::fall_price)). The
     /// baselines' trees (Simulcast, Mutualcast) keep the scale in the later
     /// windows: without it one of Mutualcast's fifteen neighbouring dumbbell
     /// points fell outside 10% of its 120 kbit/s (107.0).
@@ -1517,6 +1539,7 @@ impl Default for CelerityParams {
             overload_resume: 0.9,
             climb_fall: 0.7,
             fall_calm: Duration::from_secs(5),
+            fall_price: true,
             app_lead: 0.0,
             reach_news: true,
             scale_in_windows: false,
@@ -3376,7 +3399,10 @@ impl CelerityPeer {
         let (drain_release, rebase) = (self.cfg.params.drain_release, self.cfg.params.rebase);
         let (overload_resume, climb_fall) =
             (self.cfg.params.overload_resume, self.cfg.params.climb_fall);
-        let fall_calm = self.cfg.params.fall_calm.as_secs_f64();
+        let (fall_calm, fall_price) = (
+            self.cfg.params.fall_calm.as_secs_f64(),
+            self.cfg.params.fall_price,
+        );
         let inc = &mut self.incoming[u];
         // Quick start ends on a link once it shows congestion (for every
         // session on it, from the next interval on).
@@ -3548,7 +3574,10 @@ impl CelerityPeer {
         // The queue's part of the price (the paper's, with its trend); the
         // guards come on top, unscaled (see `CelerityParams::queue_ceiling`).
         // The standing weight (see `CelerityParams::standing_ratio`),
-        // measured in every interval, charged outside the windows.
+        // measured in every interval, charged outside the windows and, with
+        // the price scale below, on a link that fell within one (for the
+        // rest of it: see `CelerityParams::fall_price`).
+        let fell_here = fall_price && window && inc.climb_ended;
         let ratio = self.cfg.params.standing_ratio;
         if ratio > 0.0 && inc.qdelay > 0.0 && !inc.qsamples.is_empty() {
             // The nearest rank to a quarter of the way up.
@@ -3557,7 +3586,7 @@ impl CelerityPeer {
             let w = (p25 / (ratio * inc.qdelay)).clamp(0.0, 1.0);
             inc.standing += 0.5 * (w - inc.standing);
         }
-        let standing = if ratio > 0.0 && !window {
+        let standing = if ratio > 0.0 && (!window || fell_here) {
             inc.standing
         } else {
             1.0
@@ -3634,9 +3663,10 @@ impl CelerityPeer {
             .map(|m| terms[m].0)
             .fold(0.0, f64::max);
         // Not in the start's window, nor in those of later changes (but on
-        // the baselines' trees and with `scale_in_windows`).
+        // the baselines' trees, with `scale_in_windows` and on a link that
+        // fell within the window).
         let held = event && celerity && !self.cfg.params.scale_in_windows;
-        let scales = !(start || held);
+        let scales = !(start || held) || fell_here;
         // Smoothed over about two seconds: the scale follows the
         // sessions' rates, not the ripple of one interval (a dip of one
         // session's rate would otherwise raise every session's price at

@@ -1152,6 +1152,49 @@ fn a_link_that_falls_within_a_window_after_a_calm_has_its_overload_judged_as_aft
     assert!(none(&off, 26));
 }
 
+/// The price after a fall within a window (`CelerityParams::fall_price`):
+/// link 1 → 0 falls within the start's window after `calm` calm intervals
+/// ([`link_falls`]), then measures `samples` (seconds of queue) for 200
+/// more intervals of the window while session 2's `U′` is 0.27 s. After 26
+/// calm intervals the link fell and is past the climb, so its queue is
+/// priced as after the windows: a standing 50-ms queue times the queue
+/// ceiling's scale, (0.27/0.08)^(2/3) = 2.25, and a queue of 50 ms on
+/// the mean whose 25th percentile is 0 (packets meeting at random) not at
+/// all (the standing weight). After 24 (no fall) or with the rule off,
+/// the window charges the plain queue, 50 ms either way.
+#[test]
+fn a_link_that_fell_within_a_window_prices_its_queue_as_after_the_windows() {
+    let mut c = queue_priced_cfg();
+    c.params.queue_ceiling = Some(Duration::from_millis(80));
+    assert!(c.params.fall_price);
+    assert!(c.params.standing_ratio > 0.0);
+    let window = settled().climbing(true).window(true).start(true);
+    let steady = vec![0.05; 10];
+    let random = [vec![0.0; 5], vec![0.1; 5]].concat();
+    let price = |c: &CelerityConfig, calm: usize, samples: &[f64]| {
+        let (mut peer, _) = link_falls(c, window, calm, 300.0, 100.0);
+        peer.sessions[2].uprime = 0.27;
+        for _ in 0..200 {
+            measured(&mut peer.incoming[1], 0.05, true);
+            peer.incoming[1].qsamples = samples.to_vec();
+            peer.update_rates(1, window);
+        }
+        (peer.incoming[1].climb_ended, peer.incoming[1].price)
+    };
+    let (fell, scaled) = price(&c, 26, &steady);
+    assert!(fell && close(scaled, 0.05 * 2.25), "{scaled}");
+    let (fell, weighed) = price(&c, 26, &random);
+    assert!(fell && weighed.abs() < 1e-9, "{weighed}");
+    let mut off = c.clone();
+    off.params.fall_price = false;
+    for (c, calm, fell) in [(&c, 24, false), (&off, 26, true)] {
+        for samples in [&steady, &random] {
+            let (ended, plain) = price(c, calm, samples);
+            assert!(ended == fell && close(plain, 0.05), "{calm}: {plain}");
+        }
+    }
+}
+
 /// Re-learning the data base after an overload (`CelerityParams::rebase`).
 /// Link 1 → 0 carries control packets in 10 ms and data packets of 1000
 /// bytes in 30 ms (20 ms of serialisation); at 10 s its capacity falls,
