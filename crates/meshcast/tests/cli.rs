@@ -4072,10 +4072,11 @@ fn celerity_a_fall_within_the_climb_is_resumed_as_after_it() {
 /// next window): they release its guards and late charges once it drains
 /// and resume the sessions at what they delivered meanwhile. Every session
 /// is back (ten 1-s bins in a row at 90% of its new rate, 0.95 of half the
-/// capacity) within 22 s of the fall (measured 18 s at 320, 15 s at 200);
-/// without the rule the window's cuts left them at a few kbit/s and the
-/// slowest took 37 and 114 s (docs/celerity.md, "A fall within the
-/// windows").
+/// capacity) within 22 s of the fall (measured 13 s at 320, 19 s at 200;
+/// 18 and 15 s before the links that fell priced their queue as after the
+/// windows, `conference.fall_price`); without the rule the window's cuts
+/// left them at a few kbit/s and the slowest took 37 and 114 s
+/// (docs/celerity.md, "A fall within the windows").
 #[test]
 fn celerity_a_fall_within_a_window_is_resumed_as_after_the_climb() {
     dumbbell_falls_back_with_a_rule(
@@ -4112,7 +4113,7 @@ fn celerity_a_link_that_fell_within_a_window_is_priced_as_after_it() {
         let without = dip("false");
         assert!(
             without <= 0.1,
-            "{kbps} kbit/s at {at} s: {without} without the scale"
+            "{kbps} kbit/s at {at} s: {without} without the rule"
         );
     }
 }
