@@ -3032,13 +3032,25 @@ fn back_within(
     level: f64,
     half: usize,
 ) -> Option<usize> {
-    let recv = recv_series(s, p);
+    first_run(&recv_series(s, p), from, level, half, 10)
+}
+
+/// The first second in `from` that begins `run` seconds in a row at which
+/// `recv` (1-s bins) is at least `level`, each second counted as the mean
+/// of itself and `half` seconds on either side.
+fn first_run(
+    recv: &[f64],
+    from: std::ops::RangeInclusive<usize>,
+    level: f64,
+    half: usize,
+    run: usize,
+) -> Option<usize> {
     let mean = |t: usize| {
         let bins = &recv[t - half..=t + half];
         bins.iter().sum::<f64>() / bins.len() as f64
     };
     from.into_iter()
-        .find(|&t| (t..t + 10).all(|u| mean(u) >= level))
+        .find(|&t| (t..t + run).all(|u| mean(u) >= level))
 }
 
 /// The largest of `seconds` over the four sessions of the Celerity
@@ -4015,7 +4027,7 @@ fn dumbbell_fall_dip(dir: &Path, at: usize, kbps: u32, rule: &str) -> f64 {
     let rate = 0.95 * f64::from(kbps) / 2.0;
     let lowest = |p: &str| {
         let recv = recv_series(&s, p);
-        let back = (at..=95).find(|&t| recv[t..t + 5].iter().all(|&r| r >= 0.9 * rate))?;
+        let back = first_run(&recv, at..=95, 0.9 * rate, 0, 5)?;
         Some(
             recv[back + 5..=100]
                 .iter()
