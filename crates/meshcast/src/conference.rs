@@ -140,6 +140,7 @@ pub(crate) struct RawConference {
     climb_fall: Option<Spanned<f64>>,
     fall_calm_s: Option<Spanned<f64>>,
     fall_price: Option<bool>,
+    lone_share: Option<Spanned<f64>>,
     fresh_exit: Option<bool>,
     reach_news: Option<bool>,
     scale_in_windows: Option<bool>,
@@ -387,6 +388,10 @@ pub(crate) fn check(
     }
     if let Some(f) = raw.fall_price {
         params.fall_price = f;
+    }
+    // 0 turns it off (lone control is never held).
+    if let Some(v) = fraction(&raw.lone_share, "conference.lone_share")? {
+        params.lone_share = v;
     }
     if let Some(w) = raw.burst_wait {
         params.burst_wait = w;

@@ -2703,6 +2703,53 @@ fn celerity_slow_sessions_keep_their_packets_at_the_price_level() {
     );
 }
 
+/// The budget for control sent alone (`conference.lone_share`) on a chain
+/// of slow core links that fall to 0.6 of their capacity at 100 s
+/// (scenarios/celerity/slow-chain-fall.toml): fifteen overlay links cross
+/// the 90-kbit/s link into the router of three members, and where no data
+/// goes along one its rate updates and reports leave alone. With the
+/// budget, in [160,240] control is at most 25% of the bytes the members
+/// send and the sessions of the four members between the thin links (P0,
+/// P1, P2 and P7, whose optimum is 9.2 kbit/s) each reach at least 0.7 of
+/// their optimum (measured 15.2%, and 0.84-1.19); without it
+/// (`lone_share = 0`) control is at least 35% (41.6%) and the worst of the
+/// four at most 0.6 (0.49-0.67). The other four sessions (P3-P5 behind
+/// the router, P6 behind the other thin link) get almost nothing either
+/// way: P6 and R0's members reach each other across both 90-kbit/s links
+/// and four hops, and their packets come late. A share outside [0, 1] is
+/// refused.
+#[test]
+fn celerity_control_alone_keeps_within_its_share_of_slow_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "celerity/slow-chain-fall.toml";
+    let between = ["P0", "P1", "P2", "P7"];
+    let control = |s: &Value| {
+        let windows = s["overhead"]["windows"].as_array().unwrap();
+        let w = windows.iter().find(|w| w["from_s"] == 160).unwrap();
+        num(&w["control_fraction"])
+    };
+    let on = scenario_with_sets(dir.path(), file, &[]);
+    let (worst, _) = worst_of(&on, &between, 160, of_optimum);
+    assert!(
+        control(&on) <= 0.25 && worst >= 0.7,
+        "budget: control {} of the bytes, worst of the four {worst}",
+        control(&on)
+    );
+    let off = scenario_with_sets(dir.path(), file, &["conference.lone_share=0"]);
+    let (worst, _) = worst_of(&off, &between, 160, of_optimum);
+    assert!(
+        control(&off) >= 0.35 && worst <= 0.6,
+        "none: control {} of the bytes, worst of the four {worst}",
+        control(&off)
+    );
+    expect_bad_values(
+        file,
+        "conference.lone_share",
+        &["2", "-1"],
+        "must be a number in 0..=1",
+    );
+}
+
 /// The floor's cut share (`conference.floor_share`) on a random underlay
 /// whose fast session belongs to a member alone behind its router
 /// (scenarios/celerity/random-lone.toml): P3's coded optimum needs a link

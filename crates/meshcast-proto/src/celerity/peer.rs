@@ -949,6 +949,38 @@ pub struct CelerityParams {
     /// after the fall on the mean (20.0 without it; docs/celerity.md, "The
     /// price after a fall within a window").
     pub fall_price: bool,
+    /// The share of an overlay path's time that control datagrams sent
+    /// alone (with no data packet to ride on) may take, outside the
+    /// quick-start windows: each peer keeps a budget per neighbour that
+    /// fills at this share of the path's rate (from its serialisation per
+    /// byte, [`Control::Serialisation`]) up to 320 bytes, and a waiting
+    /// message that would leave alone while the budget holds less than 80
+    /// bytes (about one datagram) waits until it does (at most 1 s),
+    /// riding on data if some comes meanwhile and leaving in one datagram
+    /// with whatever else waits for the same neighbour. Messages that must
+    /// not wait (greetings, goodbyes, keyframe requests) leave at once
+    /// whatever the budget. 0 turns it off; paths whose serialisation is
+    /// not measured (the baselines' trees, which do not size their
+    /// packets, and any path before its first measure) are never held.
+    ///
+    /// A peer sends every neighbour a rate update each control interval
+    /// and each session's source a report each report interval when
+    /// something moved (and, for a session too sparse to carry them, its
+    /// `U′` and cut), and where no data goes to that neighbour each leaves
+    /// alone, 45–90 bytes with IP and UDP. That is nothing on the dumbbell
+    /// (34 lone datagrams from 200 to 300 s, all links together) but not on
+    /// a slow core: on `slow-3` (seed 3 of the `slow` family), whose
+    /// 150-kbit/s link into a router with three members is crossed by the
+    /// fifteen overlay links from the five members outside, lone control
+    /// took 19.7 kbit/s of it; after the core fell to 0.6
+    /// (scenarios/celerity/slow-chain-fall.toml: 90 kbit/s) 44.9 kbit/s,
+    /// half the link, and the sessions crossing it starved. With 0.01 the
+    /// budget holds back nothing on the dumbbell (the same datagrams, the
+    /// same figures to the digit), lets a path of 90 kbit/s take a lone
+    /// datagram about every 0.7 s once its budget is spent, and took
+    /// `slow-3`'s to 9.7 and 12.8 kbit/s (docs/celerity.md, "Control alone
+    /// on slow paths").
+    pub lone_share: f64,
     /// A lead on the rate offered a lagging application (0 turns it off,
     /// the default): once the source has measured its application to
     /// follow the offer [`APP_LEAD_FROM`] late or more
@@ -1540,6 +1572,7 @@ impl Default for CelerityParams {
             climb_fall: 0.7,
             fall_calm: Duration::from_secs(5),
             fall_price: true,
+            lone_share: 0.01,
             app_lead: 0.0,
             reach_news: true,
             scale_in_windows: false,
@@ -1891,6 +1924,34 @@ const TIMERS: usize = 6;
 /// 0.16% to 0.22% of the bytes sent (docs/celerity.md, "The rate dead
 /// band").
 const MOVED: f64 = 0.01;
+
+/// The budget for control sent alone to a neighbour
+/// ([`CelerityParams::lone_share`]) holds at most this many bytes: four
+/// datagrams of [`LONE_TYPICAL`], so that a burst of news after a quiet
+/// spell leaves at once.
+const LONE_DEPTH: f64 = 320.0;
+/// What a lone control datagram is counted as before it is built, bytes
+/// with IP and UDP (rate updates and reports among eight members take
+/// 45–90).
+const LONE_TYPICAL: f64 = 80.0;
+/// The longest the budget holds a message back: well within the liveness
+/// period (3 s by default), so that a neighbour with nothing else from
+/// this peer still hears it.
+const LONE_HOLD_MAX: Duration = Duration::from_secs(1);
+/// IPv4 and UDP headers, which every datagram costs on the path.
+const IP_UDP_BYTES: usize = 28;
+
+/// Whether a control message leaves at once, whatever it waits for
+/// otherwise: greetings and goodbyes (membership), keyframe requests (a
+/// receiver shows nothing until the keyframe), and relays of any of them.
+fn urgent(c: &Control) -> bool {
+    match c {
+        Control::Hello | Control::Bye | Control::KeyframeRequest { .. } => true,
+        Control::Relay { inner, .. } => inner.iter().any(urgent),
+        _ => false,
+    }
+}
+
 /// The most control bytes a data packet carries.
 const PIGGYBACK_BYTES: usize = 52;
 /// The largest datagram a peer sends with control riding along: the UDP
@@ -2288,6 +2349,10 @@ struct Outgoing {
     reported_at: [Option<Time>; MAX_PARTICIPANTS],
     pending: Vec<u8>,
     pending_deadline: Option<Time>,
+    /// The budget for control datagrams sent alone to the link's tail
+    /// ([`CelerityParams::lone_share`]): bytes (negative after a datagram
+    /// larger than what was left) as of the last one, and when that was.
+    lone: Option<(f64, Time)>,
     /// The link's loss rate as the tail last reported it.
     loss: f64,
     /// The link's serialisation per byte as the tail last said
@@ -2727,6 +2792,7 @@ impl CelerityPeer {
             ("climb_fall", p.climb_fall),
             ("standing_ratio", p.standing_ratio),
             ("police_slack", p.police_slack),
+            ("lone_share", p.lone_share),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(ConfigError::Param(format!("{name} must be in 0..=1")));
@@ -2835,6 +2901,7 @@ impl CelerityPeer {
             reported_at: [None; MAX_PARTICIPANTS],
             pending: Vec::new(),
             pending_deadline: None,
+            lone: None,
             loss: 0.0,
             per_byte: None,
             serials_told: [None; MAX_PARTICIPANTS],
@@ -3233,11 +3300,48 @@ impl CelerityPeer {
     /// Queue a control message for neighbour `v`, to ride on the next data
     /// packet to `v` or leave on its own within `wait`.
     fn queue_direct(&mut self, v: usize, now: Time, c: &Control, wait: Duration) {
+        let due = if urgent(c) {
+            now
+        } else {
+            now + wait.max(self.lone_hold(v, now))
+        };
         let o = &mut self.outgoing[v];
         wire::queue_superseding(c, &mut o.pending);
-        let due = now + wait;
         o.pending_deadline = Some(o.pending_deadline.map_or(due, |d| d.min(due)));
         self.arm_flush();
+    }
+
+    /// The rate at which the budget for control sent alone to `v` fills,
+    /// bytes per second ([`CelerityParams::lone_share`] of the path's
+    /// rate), outside the quick-start windows, once the path's
+    /// serialisation is known.
+    fn lone_rate(&self, v: usize, now: Time) -> Option<f64> {
+        let share = self.cfg.params.lone_share;
+        let per_byte = self.outgoing[v].per_byte.filter(|&b| b > 0.0)?;
+        (share > 0.0 && !self.phase(now).window).then(|| share / per_byte)
+    }
+
+    /// The budget for control sent alone to `v` at `now`, bytes, filling
+    /// at `rate` from the last lone datagram (full before the first).
+    fn lone_budget(&self, v: usize, now: Time, rate: f64) -> f64 {
+        self.outgoing[v].lone.map_or(LONE_DEPTH, |(bytes, at)| {
+            (bytes + rate * now.saturating_since(at).as_secs_f64()).min(LONE_DEPTH)
+        })
+    }
+
+    /// How long a message for `v` must wait before it may leave alone:
+    /// until the budget holds [`LONE_TYPICAL`] bytes, at most
+    /// [`LONE_HOLD_MAX`]; zero while it does, or without a budget.
+    fn lone_hold(&self, v: usize, now: Time) -> Duration {
+        let Some(rate) = self.lone_rate(v, now) else {
+            return Duration::ZERO;
+        };
+        let short = LONE_TYPICAL - self.lone_budget(v, now, rate);
+        if short <= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(short / rate).min(LONE_HOLD_MAX)
+        }
     }
 
     fn arm_flush(&mut self) {
@@ -3263,6 +3367,19 @@ impl CelerityPeer {
             let ctl = std::mem::take(&mut self.outgoing[v].pending);
             self.outgoing[v].pending_deadline = None;
             let bytes = wire::emit_control_packet(link, &ctl);
+            // A lone datagram spends the budget (IP and UDP headers
+            // included), whether or not it was held for it: within the
+            // windows too, so that the budget after them is what was
+            // left.
+            let share = self.cfg.params.lone_share;
+            if let Some(per_byte) = self.outgoing[v]
+                .per_byte
+                .filter(|&b| share > 0.0 && b > 0.0)
+            {
+                let left = self.lone_budget(v, now, share / per_byte);
+                let cost = (bytes.len() + IP_UDP_BYTES) as f64;
+                self.outgoing[v].lone = Some(((left - cost).max(-LONE_DEPTH), now));
+            }
             self.events.push_back(Event::BytesSent {
                 media: 0,
                 header: 0,

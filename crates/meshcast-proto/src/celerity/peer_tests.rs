@@ -2849,6 +2849,106 @@ fn rate_updates_and_reports_wait_to_ride_on_data() {
     );
 }
 
+/// Control with no data to ride on leaves alone within its share of the
+/// path (`lone_share`, here 0.005, half the default, so that the budget
+/// fills at 56 bytes a second): to a member behind a 90-kbit/s path,
+/// news every 200 ms (a `Reach`, which waits 200 ms to ride) leaves at
+/// its wait while the budget lasts and then 0.5-1.2 s apart, as one
+/// datagram with what waited; a keyframe request leaves at once whatever
+/// the budget. Within a window, with the share 0 or before the path's
+/// serialisation is known, every message leaves at its wait.
+#[test]
+fn control_alone_keeps_within_its_share_of_a_slow_path() {
+    // Lone datagrams to member 1 over 30 s of news: (when, bytes with IP
+    // and UDP), and when the keyframe request queued at 20 s left.
+    let lone = |share: f64, window: bool, per_byte: Option<f64>| {
+        let mut c = queue_priced_cfg();
+        c.params.lone_share = share;
+        let mut peer = crossing_peer(&c);
+        let t0 = Time::from_secs(5);
+        peer.start_window_end = t0;
+        peer.quick_until = if window {
+            t0 + Duration::from_secs(60)
+        } else {
+            t0
+        };
+        peer.outgoing[1].per_byte = per_byte;
+        peer.present[2] = false;
+        let to_1 = peer.cfg.participants[1];
+        let mut sent = Vec::new();
+        let mut keyframe_left = None;
+        for ms in (0..30_000).step_by(10) {
+            let now = t0 + Duration::from_millis(ms);
+            peer.direct = vec![Some(now); 3];
+            if ms % 200 == 0 {
+                let hears = (ms / 200 % 2 + 2) as u16;
+                peer.queue_control(
+                    1,
+                    now,
+                    &Control::Reach { hears },
+                    Duration::from_millis(200),
+                );
+            }
+            if ms == 20_000 {
+                peer.sessions[1] = known_session(0.1, 0b011, 0b001);
+                assert!(peer.request_keyframe(now, peer.cfg.flows[1]));
+            }
+            // Only the pending control's deadlines, no data or ticks.
+            peer.flush(now, false);
+            while let Some(t) = peer.poll_transmit(now) {
+                if t.to == to_1 {
+                    sent.push((now, t.payload.len() + IP_UDP_BYTES));
+                    if ms >= 20_000 && keyframe_left.is_none() {
+                        keyframe_left = Some(now.saturating_since(t0));
+                    }
+                }
+            }
+        }
+        (sent, keyframe_left.unwrap())
+    };
+    let path = Some(8.0 / 90e3);
+    let (held, keyframe) = lone(0.005, false, path);
+    // Within the budget: what it started with and what filled it.
+    let rate = 0.005 / (8.0 / 90e3);
+    let bytes: usize = held.iter().map(|&(_, b)| b).sum();
+    assert!(
+        bytes as f64 <= LONE_DEPTH + 30.0 * rate + 90.0,
+        "{bytes} bytes"
+    );
+    assert!(bytes as f64 >= 0.8 * 30.0 * rate, "{bytes} bytes");
+    // Unheld while the budget lasts (a datagram every 400 ms: the news
+    // that comes as one leaves replaces the next), then 0.5-1.2 s apart
+    // (a message waits at most 1 s from when it came, up to 200 ms after
+    // the last datagram).
+    let gaps: Vec<f64> = held
+        .windows(2)
+        .map(|w| w[1].0.saturating_since(w[0].0).as_secs_f64())
+        .collect();
+    assert!(gaps[..8].iter().all(|&g| close(g, 0.4)), "{gaps:?}");
+    assert!(
+        gaps[14..].iter().all(|&g| (0.1..=1.21).contains(&g)),
+        "{gaps:?}"
+    );
+    let late: Vec<f64> = gaps[14..].iter().copied().filter(|&g| g < 0.5).collect();
+    assert_eq!(
+        late.len(),
+        1,
+        "only the keyframe's datagram comes sooner: {gaps:?}"
+    );
+    // The keyframe request did not wait for the budget.
+    assert_eq!(keyframe, Duration::from_secs(20));
+    // Unheld: a datagram every 400 ms, 75 in 30 s.
+    for (share, window, per_byte) in [
+        (0.0, false, path),
+        (0.005, true, path),
+        (0.005, false, None),
+    ] {
+        let (sent, _) = lone(share, window, per_byte);
+        assert_eq!(sent.len(), 75, "{share} {window} {per_byte:?}");
+    }
+    assert!(held.len() <= 50, "{}", held.len());
+}
+
 /// One millisecond of peers on an ideal network (every datagram delivered
 /// after 1 ms): timers, transmits, deliveries; events as `(peer, event)`.
 fn ideal_step(
