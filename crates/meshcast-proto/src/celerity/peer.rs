@@ -1938,8 +1938,6 @@ const LONE_TYPICAL: f64 = 80.0;
 /// period (3 s by default), so that a neighbour with nothing else from
 /// this peer still hears it.
 const LONE_HOLD_MAX: Duration = Duration::from_secs(1);
-/// IPv4 and UDP headers, which every datagram costs on the path.
-const IP_UDP_BYTES: usize = 28;
 
 /// Whether a control message leaves at once, whatever it waits for
 /// otherwise: greetings and goodbyes (membership), keyframe requests (a
@@ -3313,12 +3311,29 @@ impl CelerityPeer {
 
     /// The rate at which the budget for control sent alone to `v` fills,
     /// bytes per second ([`CelerityParams::lone_share`] of the path's
-    /// rate), outside the quick-start windows, once the path's
-    /// serialisation is known.
-    fn lone_rate(&self, v: usize, now: Time) -> Option<f64> {
+    /// rate), once the path's serialisation is known; `None` without a
+    /// budget.
+    fn lone_fill(&self, v: usize) -> Option<f64> {
         let share = self.cfg.params.lone_share;
         let per_byte = self.outgoing[v].per_byte.filter(|&b| b > 0.0)?;
-        (share > 0.0 && !self.phase(now).window).then(|| share / per_byte)
+        (share > 0.0).then(|| share / per_byte)
+    }
+
+    /// [`CelerityPeer::lone_fill`] where the budget holds messages back:
+    /// outside the quick-start windows.
+    fn lone_rate(&self, v: usize, now: Time) -> Option<f64> {
+        self.lone_fill(v).filter(|_| !self.phase(now).window)
+    }
+
+    /// A lone datagram of `bytes` to `v` spends the budget (IP and UDP
+    /// headers included), whether or not it was held for it: within the
+    /// windows too, so that the budget after them is what was left.
+    fn spend_lone(&mut self, v: usize, now: Time, bytes: usize) {
+        if let Some(rate) = self.lone_fill(v) {
+            let left = self.lone_budget(v, now, rate);
+            let cost = (bytes + IP_UDP_OVERHEAD as usize) as f64;
+            self.outgoing[v].lone = Some(((left - cost).max(-LONE_DEPTH), now));
+        }
     }
 
     /// The budget for control sent alone to `v` at `now`, bytes, filling
@@ -3367,19 +3382,7 @@ impl CelerityPeer {
             let ctl = std::mem::take(&mut self.outgoing[v].pending);
             self.outgoing[v].pending_deadline = None;
             let bytes = wire::emit_control_packet(link, &ctl);
-            // A lone datagram spends the budget (IP and UDP headers
-            // included), whether or not it was held for it: within the
-            // windows too, so that the budget after them is what was
-            // left.
-            let share = self.cfg.params.lone_share;
-            if let Some(per_byte) = self.outgoing[v]
-                .per_byte
-                .filter(|&b| share > 0.0 && b > 0.0)
-            {
-                let left = self.lone_budget(v, now, share / per_byte);
-                let cost = (bytes.len() + IP_UDP_BYTES) as f64;
-                self.outgoing[v].lone = Some(((left - cost).max(-LONE_DEPTH), now));
-            }
+            self.spend_lone(v, now, bytes.len());
             self.events.push_back(Event::BytesSent {
                 media: 0,
                 header: 0,

@@ -2897,7 +2897,7 @@ fn control_alone_keeps_within_its_share_of_a_slow_path() {
             peer.flush(now, false);
             while let Some(t) = peer.poll_transmit(now) {
                 if t.to == to_1 {
-                    sent.push((now, t.payload.len() + IP_UDP_BYTES));
+                    sent.push((now, t.payload.len() + IP_UDP_OVERHEAD as usize));
                     if ms >= 20_000 && keyframe_left.is_none() {
                         keyframe_left = Some(now.saturating_since(t0));
                     }
