@@ -2723,11 +2723,7 @@ fn celerity_control_alone_keeps_within_its_share_of_slow_paths() {
     let dir = tempfile::tempdir().unwrap();
     let file = "celerity/slow-chain-fall.toml";
     let between = ["P0", "P1", "P2", "P7"];
-    let control = |s: &Value| {
-        let windows = s["overhead"]["windows"].as_array().unwrap();
-        let w = windows.iter().find(|w| w["from_s"] == 160).unwrap();
-        num(&w["control_fraction"])
-    };
+    let control = |s: &Value| num(&window(&s["overhead"], 160)["control_fraction"]);
     let on = scenario_with_sets(dir.path(), file, &[]);
     let (worst, _) = worst_of(&on, &between, 160, of_optimum);
     assert!(
