@@ -14,6 +14,11 @@ pub struct Transmit {
     pub payload: Vec<u8>,
 }
 
+/// The most bytes of a reception report ([`Endpoint::handle_reception_report`])
+/// every endpoint that carries reports carries: an RTCP receiver report of
+/// ten report blocks (8 + 10 × 24).
+pub const MAX_RECEPTION_REPORT: usize = 248;
+
 /// Something an endpoint reports to its driver: measurements the driver
 /// aggregates into reports, and (later) application-facing notifications.
 #[non_exhaustive]
@@ -93,6 +98,20 @@ pub enum Event {
         flow: FlowId,
         /// The receiver that asked.
         from: NodeId,
+    },
+    /// The endpoint, as the source of `flow` carrying application media,
+    /// got from `from`, one of its receivers, that receiver's
+    /// application's report of how it receives the flow's streams (an
+    /// RTCP receiver report, RFC 3550 §6.4.2, as the application wrote its
+    /// blocks): for the flow's encoder, which learns its receivers' loss,
+    /// jitter and round-trip time from such reports.
+    ReceptionReported {
+        /// The flow.
+        flow: FlowId,
+        /// The receiver whose application reports.
+        from: NodeId,
+        /// The report, whole.
+        report: Vec<u8>,
     },
     /// The endpoint, as the source of `flow` carrying application media,
     /// now offers the application `rate` in packets of at most
@@ -287,6 +306,19 @@ pub trait Endpoint {
         false
     }
 
+    /// The application, a receiver of `flow`, reports at `now` how it
+    /// receives the flow's streams, for the flow's source to hand to its
+    /// encoder ([`Event::ReceptionReported`]): `report` is an RTCP
+    /// receiver report whose blocks are all about the flow's streams. An
+    /// endpoint that carries reports carries any of up to
+    /// [`MAX_RECEPTION_REPORT`] bytes. Returns whether the endpoint passed
+    /// it on: one that carries no such reports (the default), a flow it
+    /// does not receive, or a report too large for it, does not.
+    fn handle_reception_report(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
+        let _ = (now, flow, report);
+        false
+    }
+
     /// The endpoint's node is leaving at `now`: it may queue last datagrams
     /// (a goodbye) and events, which the driver drains once more before it
     /// drops the endpoint. The default does nothing.
@@ -328,6 +360,10 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
 
     fn handle_keyframe_request(&mut self, now: Time, flow: FlowId) -> bool {
         (**self).handle_keyframe_request(now, flow)
+    }
+
+    fn handle_reception_report(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
+        (**self).handle_reception_report(now, flow, report)
     }
 
     fn handle_close(&mut self, now: Time) {

@@ -455,8 +455,10 @@ impl FlowRecorder {
                     }
                 }
             }
-            Event::RateOffered { .. } | Event::KeyframeRequested { .. } | Event::LinkControl(_) => {
-            }
+            Event::RateOffered { .. }
+            | Event::KeyframeRequested { .. }
+            | Event::ReceptionReported { .. }
+            | Event::LinkControl(_) => {}
         }
     }
 

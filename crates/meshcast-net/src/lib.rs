@@ -61,6 +61,15 @@
 //!   ([`Event::RateOffered`]) goes there as a REMB ([`rtcp`]). Both name
 //!   every stream the encoder sent in the last [`STREAM_SILENCE`] (audio
 //!   and video, say) and has not said goodbye to.
+//! - **Reception reports.** The receiving applications' reception report
+//!   blocks (in their RTCP sender and receiver reports: each about one
+//!   stream's loss, jitter and last sender report) about a stream the node
+//!   delivered go to the stream's source as one receiver report per
+//!   session and application ([`Endpoint::handle_reception_report`]), at
+//!   most one per [`RECEPTION_REPORT_GAP`] each; at the source the
+//!   endpoint's [`Event::ReceptionReported`] goes to the encoder's RTCP
+//!   address as it came, so that the encoder hears its receivers as if
+//!   the overlay were one RTP translator (RFC 7667 §3.2.1).
 //! - **Sender reports.** The encoder's own RTCP (its sender reports,
 //!   which receivers need to play its streams in sync, and its goodbyes)
 //!   travels with its media: on the media input (RTCP multiplexed with
@@ -78,7 +87,7 @@
 //!   and returns the endpoint with its counters.
 
 use meshcast_core::metrics::DelayHistogram;
-use meshcast_core::{Addr, Endpoint, Event, FlowId, Time, Transmit};
+use meshcast_core::{Addr, Endpoint, Event, FlowId, MAX_RECEPTION_REPORT, Time, Transmit};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{self, IoSliceMut};
@@ -214,6 +223,20 @@ pub struct NetCounters {
     /// Datagrams on [`MediaPorts::input_rtcp`] that were not RTCP
     /// (dropped).
     pub not_rtcp: u64,
+    /// Reception reports (RTCP receiver reports, one per session and
+    /// receiving application, built from the report blocks the receiving
+    /// applications sent) the endpoint passed on to a source.
+    pub reception_reports: u64,
+    /// Report blocks from the receiving applications not passed on: about
+    /// a stream (SSRC) the node delivered none of, within
+    /// [`RECEPTION_REPORT_GAP`] of the last report of the same session and
+    /// application, or refused by the endpoint (a source not present).
+    pub reception_blocks_dropped: u64,
+    /// Reception reports from the receivers sent to this node's encoder.
+    pub encoder_reception_reports: u64,
+    /// Reception reports for this node's encoder not sent: with no encoder
+    /// RTCP address, or refused by the kernel.
+    pub encoder_reception_reports_held: u64,
 }
 
 /// The application's media over local UDP ([`Node::set_media`]): units
@@ -292,6 +315,12 @@ pub const RATE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// times a second; an encoder's sender reports (RFC 3550's minimum
 /// interval is 5 s) do not renew a stream.
 pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
+/// The least time between two reception reports a node passes on for one
+/// session and receiving application: an RTP stack reports every second
+/// (WebRTC's video) to every five (RFC 3550's minimum interval), and an
+/// application that reports more often is thinned to this, so that its
+/// RTCP cannot take the overlay's control bandwidth.
+pub const RECEPTION_REPORT_GAP: Duration = Duration::from_millis(500);
 /// The most streams of its encoder's a node keeps (and names).
 pub const MAX_OWN_STREAMS: usize = 32;
 /// The most streams delivered to its applications a node keeps (for
@@ -325,6 +354,9 @@ struct Media {
     own_streams: OwnStreams,
     /// When the last keyframe request went to the encoder.
     last_request: Option<Instant>,
+    /// When a reception report last went for each session and receiving
+    /// application (by its SSRC), within [`STREAM_SILENCE`].
+    reported: Vec<(FlowId, u32, Instant)>,
     rate_feedback: bool,
     /// The rate offered to the application's own flow, bits/s.
     offered_bps: Option<u64>,
@@ -610,6 +642,7 @@ impl<E: Endpoint> Node<E> {
             streams: Delivered::default(),
             own_streams: OwnStreams::default(),
             last_request: None,
+            reported: Vec::new(),
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
             rate_told: None,
@@ -743,8 +776,11 @@ impl<E: Endpoint> Node<E> {
 
     /// Read every RTCP datagram waiting from the receiving applications
     /// (on the feedback socket, or the output socket) and pass each
-    /// keyframe request in them on to the endpoint.
+    /// keyframe request and reception report in them on to the endpoint.
     fn receive_feedback(&mut self, buf: &mut [u8], feedback: bool) {
+        // Each datagram's reception reports: the session, the reporting
+        // application and its blocks about the session's streams.
+        let mut reports: Vec<(FlowId, u32, Vec<rtcp::ReportBlock>)> = Vec::new();
         let Some(media) = self.media.as_ref() else {
             return;
         };
@@ -775,6 +811,73 @@ impl<E: Endpoint> Node<E> {
                     self.counters.keyframe_asks_dropped += 1;
                 }
             }
+            let first = reports.len();
+            for (reporter, block) in rtcp::reception_blocks(&buf[..n]) {
+                let Some(&(flow, _)) = media.streams.get(rtcp::block_source(&block)).as_ref()
+                else {
+                    self.counters.reception_blocks_dropped += 1;
+                    continue;
+                };
+                match reports[first..]
+                    .iter_mut()
+                    .find(|r| r.0 == flow && r.1 == reporter)
+                {
+                    Some(r) => r.2.push(block),
+                    None => reports.push((flow, reporter, vec![block])),
+                }
+            }
+        }
+        self.pass_reception_reports(reports);
+    }
+
+    /// Pass each session's reception report on to the endpoint, unless one
+    /// of the same session and application went within
+    /// [`RECEPTION_REPORT_GAP`].
+    fn pass_reception_reports(&mut self, reports: Vec<(FlowId, u32, Vec<rtcp::ReportBlock>)>) {
+        let Some(media) = self.media.as_mut() else {
+            return;
+        };
+        let at = Instant::now();
+        media
+            .reported
+            .retain(|r| at.duration_since(r.2) < STREAM_SILENCE);
+        let now = protocol_time(self.origin + self.start.elapsed());
+        for (flow, reporter, blocks) in reports {
+            let last = media
+                .reported
+                .iter()
+                .position(|r| r.0 == flow && r.1 == reporter);
+            if last.is_some_and(|i| at.duration_since(media.reported[i].2) < RECEPTION_REPORT_GAP) {
+                self.counters.reception_blocks_dropped += blocks.len() as u64;
+                continue;
+            }
+            // As many blocks as a report every endpoint carries holds.
+            let most = (MAX_RECEPTION_REPORT - 8) / rtcp::REPORT_BLOCK_BYTES;
+            let kept = blocks.len().min(most);
+            self.counters.reception_blocks_dropped += (blocks.len() - kept) as u64;
+            let report = rtcp::receiver_report(reporter, &blocks[..kept]);
+            if kept > 0 && self.endpoint.handle_reception_report(now, flow, &report) {
+                self.counters.reception_reports += 1;
+                match last {
+                    Some(i) => media.reported[i].2 = at,
+                    None => media.reported.push((flow, reporter, at)),
+                }
+            } else {
+                self.counters.reception_blocks_dropped += kept as u64;
+            }
+        }
+    }
+
+    /// Send the encoder a receiver's reception report as it came.
+    fn tell_encoder_reception(&mut self, report: &[u8]) {
+        let sent = self.media.as_ref().is_some_and(|m| {
+            m.encoder_feedback
+                .is_some_and(|to| m.output.try_send_to(report, to).is_ok())
+        });
+        if sent {
+            self.counters.encoder_reception_reports += 1;
+        } else {
+            self.counters.encoder_reception_reports_held += 1;
         }
     }
 
@@ -912,6 +1015,9 @@ impl<E: Endpoint> Node<E> {
             while let Some(e) = self.endpoint.poll_event() {
                 match e {
                     Event::KeyframeRequested { .. } => self.ask_encoder(),
+                    Event::ReceptionReported { ref report, .. } => {
+                        self.tell_encoder_reception(report);
+                    }
                     Event::RateOffered { rate, .. } => {
                         if let Some(m) = self.media.as_mut() {
                             m.offered_bps = Some(rate.as_bps());

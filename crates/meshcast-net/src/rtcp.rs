@@ -21,12 +21,29 @@
 //! An encoder may send several streams (audio and video, say) through one
 //! node: every PLI and REMB names each of them, and an encoder's goodbye
 //! (BYE, RFC 3550 §6.6) ends a stream.
+//!
+//! A receiving application's reception report blocks (RFC 3550 §6.4.1, in
+//! its sender or receiver reports: each about one stream, with the
+//! fraction and number of packets lost, the highest sequence number, the
+//! jitter and the times of the last sender report, from which the stream's
+//! sender reckons the round trip) go to the streams' encoders too: the
+//! node reads them, and writes each session's as a receiver report of
+//! their own, from the application's SSRC, which the source's node hands
+//! to its encoder as it came.
 
 /// RTCP's packet types occupy RTP's payload types 64–95 with the marker
 /// bit set (RFC 5761 §4): a second byte in 192..=223 is RTCP.
 const RTCP_TYPES: std::ops::RangeInclusive<u8> = 192..=223;
+/// RTCP sender report.
+const SR: u8 = 200;
 /// RTCP receiver report.
 const RR: u8 = 201;
+/// The bytes of a reception report block (RFC 3550 §6.4.1).
+pub const REPORT_BLOCK_BYTES: usize = 24;
+/// A reception report block, as it came.
+pub type ReportBlock = [u8; REPORT_BLOCK_BYTES];
+/// The most report blocks a report holds: its count has five bits.
+pub const MAX_REPORT_BLOCKS: usize = 31;
 /// Goodbye: the sources it lists leave.
 const BYE: u8 = 203;
 /// RTCP payload-specific feedback.
@@ -75,6 +92,55 @@ pub fn keyframe_requests(packet: &[u8]) -> Vec<u32> {
         }
     }
     asked
+}
+
+/// The reception report blocks of an RTCP datagram's sender and receiver
+/// reports, each with the SSRC of the report's sender (the application
+/// that reports), in order; read as [`keyframe_requests`] reads. A report
+/// whose count of blocks passes its length gives those that fit.
+pub fn reception_blocks(packet: &[u8]) -> Vec<(u32, ReportBlock)> {
+    let mut blocks = Vec::new();
+    for p in packets(packet) {
+        // The blocks follow the sender's SSRC, and in a sender report its
+        // 20 bytes of sender information.
+        let first = match p[1] {
+            SR => 28,
+            RR => 8,
+            _ => continue,
+        };
+        if p.len() < first {
+            continue;
+        }
+        let count = usize::from(p[0] & 0x1f);
+        let reporter = word(p, 4);
+        blocks.extend(
+            p[first..]
+                .chunks_exact(REPORT_BLOCK_BYTES)
+                .take(count)
+                .map(|b| (reporter, b.try_into().expect("a whole block"))),
+        );
+    }
+    blocks
+}
+
+/// The stream (SSRC) a reception report block is about.
+pub fn block_source(block: &ReportBlock) -> u32 {
+    word(block, 0)
+}
+
+/// A receiver report (RFC 3550 §6.4.2) from `reporter` carrying `blocks`,
+/// at most [`MAX_REPORT_BLOCKS`] of them.
+pub fn receiver_report(reporter: u32, blocks: &[ReportBlock]) -> Vec<u8> {
+    let blocks = &blocks[..blocks.len().min(MAX_REPORT_BLOCKS)];
+    let words = (1 + 6 * blocks.len()) as u16;
+    let mut p = Vec::with_capacity(8 + REPORT_BLOCK_BYTES * blocks.len());
+    p.extend_from_slice(&[0x80 | blocks.len() as u8, RR]);
+    p.extend_from_slice(&words.to_be_bytes());
+    p.extend_from_slice(&reporter.to_be_bytes());
+    for b in blocks {
+        p.extend_from_slice(b);
+    }
+    p
 }
 
 /// The source an RTCP datagram speaks for: the SSRC of its first packet
@@ -254,6 +320,51 @@ mod tests {
         let mut v1 = rtp(5);
         v1[0] = 0x40;
         assert_eq!(rtp_ssrc(&v1), None, "version 1");
+    }
+
+    /// A report block about stream `ssrc`, its other words `k`.
+    fn block(ssrc: u32, k: u8) -> ReportBlock {
+        let mut b = [k; REPORT_BLOCK_BYTES];
+        b[..4].copy_from_slice(&ssrc.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn reception_blocks_are_read_from_sender_and_receiver_reports() {
+        let (a, b, c) = (block(11, 1), block(12, 2), block(13, 3));
+        // A receiver report round-trips.
+        let rr = receiver_report(0xAB, &[a, b]);
+        assert_eq!(rr.len(), 8 + 2 * REPORT_BLOCK_BYTES);
+        assert_eq!(&rr[..4], &[0x82, 201, 0, 13]);
+        assert_eq!(reception_blocks(&rr), vec![(0xAB, a), (0xAB, b)]);
+        assert_eq!(block_source(&b), 12);
+        assert_eq!(reception_blocks(&receiver_report(5, &[])), vec![]);
+        // A sender report's blocks follow its sender information, and a
+        // compound packet's reports are read in order; other packets
+        // (a PLI) have none.
+        let mut sr = sender_report(0xCD);
+        sr[0] |= 1;
+        sr[3] += 6;
+        sr.extend_from_slice(&c);
+        let mut compound = sr.clone();
+        compound.extend_from_slice(&picture_loss_indication(0xCD, &[11])[8..]);
+        compound.extend_from_slice(&rr);
+        assert_eq!(
+            reception_blocks(&compound),
+            vec![(0xCD, c), (0xAB, a), (0xAB, b)]
+        );
+        // A count past the report's length gives the blocks that fit; a
+        // malformed length ends the reading; RTP has none.
+        let mut short = rr.clone();
+        short[0] = 0x80 | 3;
+        assert_eq!(reception_blocks(&short), vec![(0xAB, a), (0xAB, b)]);
+        let mut cut = compound.clone();
+        cut.truncate(compound.len() - 4);
+        assert_eq!(reception_blocks(&cut), vec![(0xCD, c)]);
+        assert_eq!(reception_blocks(&rtp(11)), vec![]);
+        // At most 31 blocks.
+        let many = vec![a; 40];
+        assert_eq!(reception_blocks(&receiver_report(1, &many)).len(), 31);
     }
 
     #[test]

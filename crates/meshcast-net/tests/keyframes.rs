@@ -18,6 +18,11 @@
 //! RTCP port, C (which has none) to its RTP port but for the audio's,
 //! which C takes on ports of its own with the audio's RTP; and A's
 //! keyframe requests and REMBs name every stream the encoder still sends.
+//!
+//! The receivers' reception reports travel back: the report blocks in a
+//! decoder's receiver or sender reports about A's stream reach A's encoder
+//! as a receiver report from the decoder's SSRC, at most one per 0.5 s for
+//! each session and decoder, ten blocks at most.
 
 use meshcast_core::{Addr, Event, FlowId, NodeId, Rate};
 use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node, TypeOutput, rtcp};
@@ -166,6 +171,19 @@ fn collect(socket: std::net::UdpSocket, run: Duration) -> tokio::task::JoinHandl
     })
 }
 
+/// The encoder: [`STREAM`]'s packets from `encoder` to `input`, 25 a
+/// second until [`RUN`] ends.
+fn encode(encoder: std::net::UdpSocket, input: SocketAddr) -> tokio::task::JoinHandle<()> {
+    let encoder = tokio_udp(encoder);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(40));
+        for seq in 0..(RUN.as_millis() / 40) as u16 {
+            tick.tick().await;
+            encoder.send_to(&rtp(seq), input).await.expect("send");
+        }
+    })
+}
+
 #[tokio::test]
 async fn an_applications_keyframe_request_reaches_the_encoder() {
     // The applications' sockets: A's media input, the encoder's RTP and
@@ -195,15 +213,7 @@ async fn an_applications_keyframe_request_reaches_the_encoder() {
             }
         }
     });
-    // The encoder: 25 packets a second until the run ends.
-    let encoder = tokio_udp(encoder);
-    let sending = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_millis(40));
-        for seq in 0..(RUN.as_millis() / 40) as u16 {
-            tick.tick().await;
-            encoder.send_to(&rtp(seq), input_at).await.expect("send");
-        }
-    });
+    let sending = encode(encoder, input_at);
     // The encoder's RTCP port: every keyframe request it is sent.
     let listening = collect(encoder_rtcp, RUN);
     // The decoder: wait for A's stream, then ask.
@@ -503,4 +513,138 @@ async fn an_encoders_reports_and_streams_travel_with_its_media() {
     assert!(both >= 1, "{named:?}");
     assert!(named.len() > both, "{named:?}");
     assert!(named[both..].iter().all(|s| s == &[VIDEO]), "{named:?}");
+}
+
+/// A reception report block about stream `ssrc`, its other words `k`
+/// (loss, highest sequence number, jitter, last sender report and the
+/// delay since it, as an RTP stack fills them).
+fn report_block(ssrc: u32, k: u8) -> rtcp::ReportBlock {
+    let mut b = [k; rtcp::REPORT_BLOCK_BYTES];
+    b[..4].copy_from_slice(&ssrc.to_be_bytes());
+    b
+}
+
+#[tokio::test]
+async fn receivers_reception_reports_reach_the_encoder() {
+    // A's media input and the encoder's RTP and RTCP sockets; B's decoder
+    // and B's RTCP port; C's decoder.
+    let (input, encoder, encoder_rtcp) = (udp(), udp(), udp());
+    let (decoder_b, feedback_b, decoder_c) = (udp(), udp(), udp());
+    let (input_at, encoder_rtcp_at, feedback_at) =
+        (local(&input), local(&encoder_rtcp), local(&feedback_b));
+    let (decoder_b_at, decoder_c_at) = (local(&decoder_b), local(&decoder_c));
+    let nodes = start_peers(3, RUN, |me| match me {
+        0 => MediaPorts {
+            input: Some(input.try_clone().expect("clone")),
+            encoder_feedback: Some(encoder_rtcp_at),
+            request_gap: GAP,
+            ..MediaPorts::default()
+        },
+        1 => MediaPorts {
+            outputs: vec![(FlowId(0), decoder_b_at)],
+            feedback: Some(feedback_b.try_clone().expect("clone")),
+            request_gap: GAP,
+            ..MediaPorts::default()
+        },
+        _ => MediaPorts {
+            outputs: vec![(FlowId(0), decoder_c_at)],
+            request_gap: GAP,
+            ..MediaPorts::default()
+        },
+    });
+    let sending = encode(encoder, input_at);
+    let listening = collect(encoder_rtcp, RUN);
+    // Both decoders wait for A's stream.
+    let (decoder_b, decoder_c) = (tokio_udp(decoder_b), tokio_udp(decoder_c));
+    let mut buf = [0u8; 1500];
+    let wait = Duration::from_secs(3);
+    let _ = tokio::time::timeout(wait, decoder_b.recv_from(&mut buf))
+        .await
+        .expect("A's stream reaches B's decoder")
+        .expect("receive");
+    let (_, c_from) = tokio::time::timeout(wait, decoder_c.recv_from(&mut buf))
+        .await
+        .expect("A's stream reaches C's decoder")
+        .expect("receive");
+    let (b, c) = (0xB0_u32, 0xC0_u32);
+    // B's decoder reports on its RTCP port: a block about A's stream and
+    // one about a stream B delivered none of (dropped); 100 ms later again
+    // (within the gap: dropped); after the gap a report of twelve blocks
+    // (ten pass: a report the overlay carries holds ten).
+    let b_first = report_block(STREAM, 1);
+    let stray = report_block(STREAM + 1, 2);
+    decoder_b
+        .send_to(&rtcp::receiver_report(b, &[b_first, stray]), feedback_at)
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let b_again = report_block(STREAM, 3);
+    decoder_b
+        .send_to(&rtcp::receiver_report(b, &[b_again]), feedback_at)
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let b_many: Vec<_> = (0..12).map(|k| report_block(STREAM, 10 + k)).collect();
+    decoder_b
+        .send_to(&rtcp::receiver_report(b, &b_many), feedback_at)
+        .await
+        .expect("send");
+    // C's decoder, which also sends (a sender report), answers the
+    // address its RTP came from, its block among its own goodbye.
+    let c_block = report_block(STREAM, 4);
+    let mut sr = vec![0x81, 200, 0, 12];
+    sr.extend_from_slice(&c.to_be_bytes());
+    sr.extend_from_slice(&[0; 20]);
+    sr.extend_from_slice(&c_block);
+    sr.extend_from_slice(&bye(c));
+    decoder_c.send_to(&sr, c_from).await.expect("send");
+    sending.await.expect("encoder task");
+    let mut counters: Vec<Ran> = Vec::new();
+    for n in nodes {
+        counters.push(n.await.expect("node task"));
+    }
+    let got = listening.await.expect("encoder RTCP task");
+    let (a, b_ran, c_ran) = (&counters[0], &counters[1], &counters[2]);
+    assert_eq!(
+        (b_ran.0.reception_reports, b_ran.0.reception_blocks_dropped),
+        (2, 4),
+        "B: {:?}",
+        b_ran.0
+    );
+    assert_eq!(
+        (c_ran.0.reception_reports, c_ran.0.reception_blocks_dropped),
+        (1, 0),
+        "C: {:?}",
+        c_ran.0
+    );
+    assert_eq!(
+        (
+            b_ran.1.reception_reports_sent,
+            c_ran.1.reception_reports_sent
+        ),
+        (2, 1)
+    );
+    assert_eq!(a.1.reception_reports_received, 3);
+    assert_eq!(
+        (
+            a.0.encoder_reception_reports,
+            a.0.encoder_reception_reports_held
+        ),
+        (3, 0),
+        "A: {:?}",
+        a.0
+    );
+    // The encoder got each as one receiver report from its application,
+    // its blocks as they were sent (C's before or after B's second).
+    let mut reports: Vec<Vec<(u32, rtcp::ReportBlock)>> =
+        got.iter().map(|p| rtcp::reception_blocks(p)).collect();
+    assert!(got.iter().all(|p| p[1] == 201), "{got:?}");
+    reports.sort();
+    let mut want = vec![
+        vec![(b, b_first)],
+        b_many[..10].iter().map(|&k| (b, k)).collect(),
+        vec![(c, c_block)],
+    ];
+    want.sort();
+    assert_eq!(reports, want);
 }

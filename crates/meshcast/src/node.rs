@@ -686,6 +686,20 @@ pub struct NetSummary {
     /// RTCP datagrams from this node's encoder on `media.input_rtcp`,
     /// carried to the receivers.
     pub encoder_reports: u64,
+    /// Reception reports (one receiver report per session and receiving
+    /// application, of the report blocks in its RTCP) passed on to the
+    /// sessions' sources.
+    pub reception_reports: u64,
+    /// Report blocks from the receiving applications not passed on: about
+    /// a stream this node delivered none of, within 0.5 s of the last
+    /// report of the same session and application, or for a source not
+    /// present.
+    pub reception_blocks_dropped: u64,
+    /// Receivers' reception reports sent to this node's encoder.
+    pub encoder_reception_reports: u64,
+    /// Receivers' reception reports for this node's encoder not sent
+    /// (no `media.encoder_rtcp`).
+    pub encoder_reception_reports_held: u64,
     /// How long after its due time the node handled a timer, median, 99th
     /// percentile and largest, ms (`null` with no timer): on an idle
     /// machine about 0.1 ms at the median and 0.25 ms at the 99th
@@ -729,6 +743,10 @@ pub struct PeerSummary {
     pub keyframe_requests_sent: u64,
     /// Keyframe requests receivers sent this node's session.
     pub keyframe_requests_received: u64,
+    /// Reception reports this node sent to sources (its applications').
+    pub reception_reports_sent: u64,
+    /// Reception reports receivers sent this node's session.
+    pub reception_reports_received: u64,
     /// Times a link into this node re-learnt its data packets' base delay
     /// after an overload (docs/celerity.md, "An overload that has
     /// drained").
@@ -770,6 +788,10 @@ impl NetSummary {
             encoder_requests_held: c.encoder_requests_held,
             encoder_rate_reports: c.encoder_rate_reports,
             encoder_reports: c.encoder_reports,
+            reception_reports: c.reception_reports,
+            reception_blocks_dropped: c.reception_blocks_dropped,
+            encoder_reception_reports: c.encoder_reception_reports,
+            encoder_reception_reports_held: c.encoder_reception_reports_held,
             timer_late_ms_p50: q(0.5),
             timer_late_ms_p99: q(0.99),
             timer_late_ms_max: done.timer_late.max().map(ms),
@@ -793,6 +815,8 @@ impl PeerSummary {
             bundles: c.bundles,
             keyframe_requests_sent: c.keyframe_requests_sent,
             keyframe_requests_received: c.keyframe_requests_received,
+            reception_reports_sent: c.reception_reports_sent,
+            reception_reports_received: c.reception_reports_received,
             rebases: c.rebases,
             drained_overloads: c.drained_overloads,
             climb_falls: c.climb_falls,

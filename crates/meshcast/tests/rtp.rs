@@ -927,6 +927,9 @@ struct LateRun {
     /// keyframes.
     frames: usize,
     keyframes: usize,
+    /// Reception report blocks about its own stream the sender's `rtpbin`
+    /// took (its debug log's "got RB packet" lines).
+    report_blocks: usize,
     a: Value,
     b: Value,
 }
@@ -1069,8 +1072,11 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
     let (p, node_a, node_b) = gst_nodes(d, 800, ask_encoder);
     std::thread::sleep(Duration::from_secs(1));
     // The sender: rtpbin with feedback (AVPF), its sender reports to A's
-    // `input_rtcp` (or nobody), its RTCP in on the encoder's port.
+    // `input_rtcp` (or nobody), its RTCP in on the encoder's port. Its
+    // session's debug log, to a file, says which report blocks it took.
+    let sender_log = d.join("sender.log");
     let sender = Command::new("gst-launch-1.0")
+        .env("GST_DEBUG", "rtpsource:5")
         .args(["-q", "rtpbin", "name=s", "rtp-profile=avpf"])
         .args(["videotestsrc", "is-live=true", "pattern=ball", "!"])
         .args(["video/x-raw,width=320,height=240,framerate=25/1", "!"])
@@ -1096,7 +1102,7 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
         .arg(format!("port={}", p.encoder_rtcp))
         .args(["!", "s.recv_rtcp_sink_0"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(&sender_log).expect("the sender's log"))
         .spawn()
         .expect("gst-launch-1.0 runs");
     std::thread::sleep(Duration::from_secs(3));
@@ -1106,23 +1112,32 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
     stop(&sender);
-    let sent = sender.wait_with_output().expect("the sender ends");
+    sender.wait_with_output().expect("the sender ends");
+    let sent = std::fs::read_to_string(&sender_log).unwrap_or_default();
+    let report_blocks = sent.matches("got RB packet").count();
+    for l in sent.lines().filter(|l| l.contains("got RB packet")) {
+        eprintln!("sender: {}", &l[l.find("got RB").unwrap_or(0)..]);
+    }
     let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
     let (frames, keyframes) = h264_frames(&recv);
     eprintln!(
-        "asking the encoder {ask_encoder}: decoded {frames} frames, {keyframes} keyframes; A: {} {}; B: {} {}",
+        "asking the encoder {ask_encoder}: decoded {frames} frames, {keyframes} keyframes, the sender took {report_blocks} report blocks; A: {} {}; B: {} {}",
         sa["net"], sa["peer"], sb["net"], sb["peer"]
     );
     if frames == 0 {
         eprintln!(
             "sender: {}\nreceiver: {}",
-            String::from_utf8_lossy(&sent.stderr),
+            sent.lines()
+                .filter(|l| !l.contains("rtpsource"))
+                .collect::<Vec<_>>()
+                .join("\n"),
             String::from_utf8_lossy(&received.stderr)
         );
     }
     LateRun {
         frames,
         keyframes,
+        report_blocks,
         a: sa,
         b: sb,
     }
@@ -1138,7 +1153,9 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
 /// receiver decodes nothing. A also tells the encoder the rate offered
 /// (REMB), which `x264enc` ignores, and carries the sender's reports to
 /// the receiver's RTCP port (docs/node.md, "Sender reports and several
-/// streams").
+/// streams"), and the receiver's reception reports back to the sender's
+/// `rtpbin`, which takes their blocks (docs/node.md, "Reception
+/// reports").
 #[test]
 fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     if !have_gstreamer() {
@@ -1161,6 +1178,17 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     assert!(r.b["net"]["rtcp_out"].as_u64() >= Some(1), "{}", r.b["net"]);
     assert!(r.keyframes >= 1, "no keyframe decoded");
     assert!(r.frames >= 50, "decoded {}", r.frames);
+    // The receiver's reception reports (its rtpbin's receiver reports)
+    // went back to the sender's rtpbin, which took their blocks about its
+    // stream (docs/node.md, "Reception reports").
+    assert!(
+        r.b["net"]["reception_reports"].as_u64() >= Some(1),
+        "{}",
+        r.b["net"]
+    );
+    assert_eq!(r.b["net"]["reception_blocks_dropped"], 0);
+    assert!(r.a["net"]["encoder_reception_reports"].as_u64() >= Some(1));
+    assert!(r.report_blocks >= 1, "the sender took no report block");
     let r = late_receiver(false);
     assert!(r.a["peer"]["keyframe_requests_received"].as_u64() >= Some(1));
     assert_eq!(r.a["net"]["encoder_requests"], 0);
@@ -1168,6 +1196,10 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     assert_eq!(r.a["net"]["encoder_reports"], 0);
     assert_eq!(r.b["net"]["rtcp_out"], 0);
     assert_eq!((r.frames, r.keyframes), (0, 0));
+    // The reports reach A and go no further.
+    assert!(r.a["peer"]["reception_reports_received"].as_u64() >= Some(1));
+    assert_eq!(r.a["net"]["encoder_reception_reports"], 0);
+    assert_eq!(r.report_blocks, 0);
 }
 
 /// A Python whose GStreamer bindings load (Debian's `python3-gi` and

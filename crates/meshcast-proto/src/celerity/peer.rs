@@ -1651,6 +1651,12 @@ pub struct PeerCounters {
     /// Keyframe requests that reached this peer's session from its
     /// receivers ([`Event::KeyframeRequested`]).
     pub keyframe_requests_received: u64,
+    /// Reception reports this peer's application sent to other sessions'
+    /// sources ([`CelerityPeer::report_reception`]).
+    pub reception_reports_sent: u64,
+    /// Reception reports that reached this peer's session from its
+    /// receivers ([`Event::ReceptionReported`]).
+    pub reception_reports_received: u64,
     /// Times a link into this peer raised its data packets' base delay
     /// after an overload ([`CelerityParams::rebase`]).
     pub rebases: u64,
@@ -3015,6 +3021,44 @@ impl CelerityPeer {
         let c = Control::KeyframeRequest { session: m as u8 };
         self.queue_control(m, now, &c, Duration::ZERO);
         self.counters.keyframe_requests_sent += 1;
+        true
+    }
+
+    /// Send the source of `flow`, a session this peer receives, this
+    /// peer's application's report of how it receives the session's
+    /// streams: `report`, an RTCP receiver report (RFC 3550 §6.4.2) whose
+    /// blocks are about those streams, carried as it is. The source hands
+    /// it to its application as [`Event::ReceptionReported`], for the
+    /// encoder, which learns its receivers' loss, jitter and round-trip
+    /// time from such reports. Unlike a keyframe request it is no news to
+    /// act on at once: it rides on a data packet when one comes within
+    /// the link-state reports' wait, on the direct overlay link (or through
+    /// a relay while it is down), and counts as control sent alone within
+    /// [`CelerityParams::lone_share`]. Each report is its own (none
+    /// supersedes another still waiting: two applications may report on
+    /// one session's streams). How often to report is the application's
+    /// choice (an RTP stack reports every few seconds). False (nothing
+    /// sent) for this peer's own flow, a flow that is no session of the
+    /// conference, a source that is not present, an empty report or one
+    /// of more than [`wire::MAX_RECEPTION_REPORT`] bytes.
+    pub fn report_reception(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
+        let Some(m) = self.cfg.flows.iter().position(|&f| f == flow) else {
+            return false;
+        };
+        if m == self.me
+            || !self.present[m]
+            || self.closed
+            || !(1..=wire::MAX_RECEPTION_REPORT).contains(&report.len())
+        {
+            return false;
+        }
+        let c = Control::ReceptionReport {
+            session: m as u8,
+            report: report.to_vec(),
+        };
+        let wait = self.ride_waits().report;
+        self.queue_control(m, now, &c, wait);
+        self.counters.reception_reports_sent += 1;
         true
     }
 
@@ -5640,6 +5684,18 @@ impl CelerityPeer {
                     }
                 }
             }
+            Control::ReceptionReport { session, report } => {
+                // As a keyframe request: only for this peer's own session,
+                // from one of its receivers, where an application sends it.
+                if usize::from(session) == self.me && self.app.is_some() {
+                    self.counters.reception_reports_received += 1;
+                    self.events.push_back(Event::ReceptionReported {
+                        flow: self.cfg.flows[self.me],
+                        from: self.cfg.participants[u].node,
+                        report,
+                    });
+                }
+            }
             Control::KeyframeRequest { session } => {
                 // Only for this peer's own session, from one of its
                 // receivers, and only where an application sends it.
@@ -6056,6 +6112,11 @@ impl Endpoint for CelerityPeer {
     fn handle_keyframe_request(&mut self, now: Time, flow: FlowId) -> bool {
         self.start(now);
         self.request_keyframe(now, flow)
+    }
+
+    fn handle_reception_report(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
+        self.start(now);
+        self.report_reception(now, flow, report)
     }
 
     fn handle_close(&mut self, now: Time) {

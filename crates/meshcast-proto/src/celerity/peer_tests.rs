@@ -4154,6 +4154,16 @@ fn the_offer_carries_the_frame_budget() {
     );
 }
 
+/// Three peers, the first one's session carrying an application's media
+/// (the others carry none of their own).
+fn three_with_an_application() -> Vec<CelerityPeer> {
+    let mut peers: Vec<CelerityPeer> = (0..3)
+        .map(|me| CelerityPeer::new(cfg(3, me)).unwrap())
+        .collect();
+    peers[0].set_app_media(true, true);
+    peers
+}
+
 /// A receiver's application that lost a frame asks the source for a
 /// keyframe (`request_keyframe`): the request reaches the source within
 /// the link's delay and is handed to its application as
@@ -4162,11 +4172,7 @@ fn the_offer_carries_the_frame_budget() {
 /// no request.
 #[test]
 fn a_keyframe_request_reaches_the_sources_application() {
-    let n = 3;
-    let mut peers: Vec<CelerityPeer> = (0..n)
-        .map(|me| CelerityPeer::new(cfg(n, me)).unwrap())
-        .collect();
-    peers[0].set_app_media(true, true);
+    let mut peers = three_with_an_application();
     let mut inflight = Default::default();
     let mut events = Vec::new();
     let mut now = Time::ZERO;
@@ -4201,6 +4207,67 @@ fn a_keyframe_request_reaches_the_sources_application() {
     assert_eq!(peers[2].counters().keyframe_requests_sent, 2);
     assert_eq!(peers[0].counters().keyframe_requests_received, 1);
     assert_eq!(peers[1].counters().keyframe_requests_received, 0);
+}
+
+/// A receiver's application reports its reception of a session's streams
+/// (`report_reception`): the report reaches the source whole, within the
+/// wait for a data packet to ride on (the link-state reports', 150 ms),
+/// and is handed to its application as `Event::ReceptionReported`, naming
+/// the receiver. Two reports close together both arrive (none supersedes
+/// another). A source without application media, the peer's own flow, a
+/// flow of no session, an empty report and one too large for a control
+/// message take none.
+#[test]
+fn a_reception_report_reaches_the_sources_application() {
+    let mut peers = three_with_an_application();
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut now = Time::ZERO;
+    // An RTCP receiver report with one block, and a second one.
+    let first: Vec<u8> = [0x81, 201, 0, 7].into_iter().chain(1..=28).collect();
+    let second: Vec<u8> = [0x81, 201, 0, 7].into_iter().chain(101..=128).collect();
+    let mut sent = None;
+    let mut got = Vec::new();
+    while now < Time::from_secs(3) {
+        if now == Time::from_secs(2) {
+            assert!(peers[2].report_reception(now, FlowId(0), &first));
+            assert!(peers[2].report_reception(now, FlowId(0), &second));
+            // Session 1's source carries no application: sent all the
+            // same, and its peer drops it.
+            assert!(peers[2].report_reception(now, FlowId(1), &first));
+            assert!(!peers[2].report_reception(now, FlowId(2), &first));
+            assert!(!peers[2].report_reception(now, FlowId(9), &first));
+            assert!(!peers[2].report_reception(now, FlowId(0), &[]));
+            let large = vec![7; wire::MAX_RECEPTION_REPORT + 1];
+            assert!(!peers[2].report_reception(now, FlowId(0), &large));
+            let most = vec![7; wire::MAX_RECEPTION_REPORT];
+            assert!(peers[2].report_reception(now, FlowId(0), &most));
+            sent = Some(now);
+        }
+        ideal_step(&mut peers, &mut inflight, now, &mut events);
+        for (at, e) in events.drain(..) {
+            if let Event::ReceptionReported { flow, from, report } = e {
+                got.push((at, flow, from, report, now));
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    let sent = sent.unwrap();
+    let reports: Vec<&Vec<u8>> = got.iter().map(|g| &g.3).collect();
+    assert_eq!(
+        reports,
+        vec![&first, &second, &vec![7; wire::MAX_RECEPTION_REPORT]]
+    );
+    for (at, flow, from, _, when) in &got {
+        assert_eq!((*at, *flow, *from), (0, FlowId(0), NodeId(2)));
+        assert!(
+            when.saturating_since(sent) <= Duration::from_millis(153),
+            "{when:?}"
+        );
+    }
+    assert_eq!(peers[2].counters().reception_reports_sent, 4);
+    assert_eq!(peers[0].counters().reception_reports_received, 3);
+    assert_eq!(peers[1].counters().reception_reports_received, 0);
 }
 
 /// The lead on a lagging application's offer (`CelerityParams::app_lead`):

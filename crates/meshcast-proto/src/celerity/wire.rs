@@ -211,6 +211,16 @@ pub enum Control {
         /// The session.
         session: u8,
     },
+    /// Receiver → source: the receiver's application's report of how it
+    /// receives the session's streams (an RTCP receiver report, carried
+    /// as its bytes, at most [`MAX_RECEPTION_REPORT`]); the source hands it
+    /// to its application ([`meshcast_core::Event::ReceptionReported`]).
+    ReceptionReport {
+        /// The session.
+        session: u8,
+        /// The report (at least one byte).
+        report: Vec<u8>,
+    },
     /// Control from `origin` for `dest`, carried by a neighbour because the
     /// overlay link between them is down. The relay forwards it to `dest`
     /// directly (one relay hop; relays are never nested).
@@ -327,6 +337,14 @@ const TLV_LOSS: u8 = 8;
 const TLV_SERIAL: u8 = 9;
 const TLV_SERIALS: u8 = 10;
 const TLV_KEYFRAME: u8 = 11;
+const TLV_RECEPTION: u8 = 12;
+
+/// The most bytes a [`Control::ReceptionReport`] carries: a message body
+/// holds 255, one of which names the session (an RTCP receiver report with
+/// up to ten report blocks).
+pub const MAX_RECEPTION_REPORT: usize = 254;
+// Every report the endpoint contract has a peer carry fits.
+const _: () = assert!(MAX_RECEPTION_REPORT >= meshcast_core::MAX_RECEPTION_REPORT);
 
 /// The most `(session, rate)` pairs one rate update carries (its TLV body
 /// holds at most 255 bytes); more are left out.
@@ -664,6 +682,15 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                 }
                 out.push(Control::KeyframeRequest { session: body[0] });
             }
+            TLV_RECEPTION => {
+                if len < 2 {
+                    return Err(CelerityWireError::Invalid("reception report length"));
+                }
+                out.push(Control::ReceptionReport {
+                    session: body[0],
+                    report: body[1..].to_vec(),
+                });
+            }
             TLV_RELAY => {
                 if !outer {
                     return Err(CelerityWireError::Invalid("nested relay"));
@@ -750,6 +777,14 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
         }
         Control::KeyframeRequest { session } => {
             out.extend_from_slice(&[TLV_KEYFRAME, 1, *session]);
+        }
+        Control::ReceptionReport { session, report } => {
+            // A report too large for a message is not sent: the peer
+            // refuses such reports before they are queued.
+            if (1..=MAX_RECEPTION_REPORT).contains(&report.len()) {
+                out.extend_from_slice(&[TLV_RECEPTION, 1 + report.len() as u8, *session]);
+                out.extend_from_slice(report);
+            }
         }
         Control::Relay {
             origin,
@@ -1405,6 +1440,10 @@ mod tests {
                 links: vec![(1, 2667), (3, u16::MAX)],
             },
             Control::KeyframeRequest { session: 5 },
+            Control::ReceptionReport {
+                session: 6,
+                report: vec![0x81, 201, 0, 7, 1, 2, 3, 4],
+            },
             Control::Relay {
                 origin: 3,
                 dest: 0,
@@ -1414,6 +1453,10 @@ mod tests {
                         links: vec![(1, 7, 8)],
                     },
                     Control::KeyframeRequest { session: 3 },
+                    Control::ReceptionReport {
+                        session: 3,
+                        report: vec![9; 40],
+                    },
                     Control::Bye,
                 ],
             },
