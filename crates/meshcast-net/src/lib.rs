@@ -69,7 +69,7 @@
 //!   most one per [`RECEPTION_REPORT_GAP`] each; at the source the
 //!   endpoint's [`Event::ReceptionReported`] goes to the encoder's RTCP
 //!   address as it came, so that the encoder hears its receivers as if
-//!   the overlay were one RTP translator (RFC 7667 §3.2.1).
+//!   the overlay were one RTP translator (RFC 3550 §7.2).
 //! - **Sender reports.** The encoder's own RTCP (its sender reports,
 //!   which receivers need to play its streams in sync, and its goodbyes)
 //!   travels with its media: on the media input (RTCP multiplexed with
