@@ -321,6 +321,9 @@ pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
 /// application that reports more often is thinned to this, so that its
 /// RTCP cannot take the overlay's control bandwidth.
 pub const RECEPTION_REPORT_GAP: Duration = Duration::from_millis(500);
+/// The most report blocks a node passes on in one reception report: as
+/// many as a report every endpoint carries holds (ten).
+const REPORT_BLOCKS_CARRIED: usize = (MAX_RECEPTION_REPORT - 8) / rtcp::REPORT_BLOCK_BYTES;
 /// The most streams of its encoder's a node keeps (and names).
 pub const MAX_OWN_STREAMS: usize = 32;
 /// The most streams delivered to its applications a node keeps (for
@@ -834,7 +837,7 @@ impl<E: Endpoint> Node<E> {
     /// of the same session and application went within
     /// [`RECEPTION_REPORT_GAP`].
     fn pass_reception_reports(&mut self, reports: Vec<(FlowId, u32, Vec<rtcp::ReportBlock>)>) {
-        let Some(media) = self.media.as_mut() else {
+        let Some(media) = self.media.as_mut().filter(|_| !reports.is_empty()) else {
             return;
         };
         let at = Instant::now();
@@ -851,9 +854,7 @@ impl<E: Endpoint> Node<E> {
                 self.counters.reception_blocks_dropped += blocks.len() as u64;
                 continue;
             }
-            // As many blocks as a report every endpoint carries holds.
-            let most = (MAX_RECEPTION_REPORT - 8) / rtcp::REPORT_BLOCK_BYTES;
-            let kept = blocks.len().min(most);
+            let kept = blocks.len().min(REPORT_BLOCKS_CARRIED);
             self.counters.reception_blocks_dropped += (blocks.len() - kept) as u64;
             let report = rtcp::receiver_report(reporter, &blocks[..kept]);
             if kept > 0 && self.endpoint.handle_reception_report(now, flow, &report) {

@@ -3012,16 +3012,22 @@ impl CelerityPeer {
     /// False (nothing sent) for this peer's own flow, a flow that is no
     /// session of the conference, or a source that is not present.
     pub fn request_keyframe(&mut self, now: Time, flow: FlowId) -> bool {
-        let Some(m) = self.cfg.flows.iter().position(|&f| f == flow) else {
+        let Some(m) = self.received_source(flow) else {
             return false;
         };
-        if m == self.me || !self.present[m] || self.closed {
-            return false;
-        }
         let c = Control::KeyframeRequest { session: m as u8 };
         self.queue_control(m, now, &c, Duration::ZERO);
         self.counters.keyframe_requests_sent += 1;
         true
+    }
+
+    /// The member whose session `flow` is, where this peer receives it and
+    /// can tell its source something now: `None` for this peer's own flow,
+    /// a flow that is no session of the conference, a source that is not
+    /// present, or a peer that has closed.
+    fn received_source(&self, flow: FlowId) -> Option<usize> {
+        let m = self.cfg.flows.iter().position(|&f| f == flow)?;
+        (m != self.me && self.present[m] && !self.closed).then_some(m)
     }
 
     /// Send the source of `flow`, a session this peer receives, this
@@ -3042,14 +3048,10 @@ impl CelerityPeer {
     /// conference, a source that is not present, an empty report or one
     /// of more than [`wire::MAX_RECEPTION_REPORT`] bytes.
     pub fn report_reception(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
-        let Some(m) = self.cfg.flows.iter().position(|&f| f == flow) else {
+        let Some(m) = self.received_source(flow) else {
             return false;
         };
-        if m == self.me
-            || !self.present[m]
-            || self.closed
-            || !(1..=wire::MAX_RECEPTION_REPORT).contains(&report.len())
-        {
+        if !(1..=wire::MAX_RECEPTION_REPORT).contains(&report.len()) {
             return false;
         }
         let c = Control::ReceptionReport {
