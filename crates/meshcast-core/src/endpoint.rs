@@ -18,6 +18,12 @@ pub struct Transmit {
 /// every endpoint that carries reports carries: an RTCP receiver report of
 /// ten report blocks (8 + 10 × 24).
 pub const MAX_RECEPTION_REPORT: usize = 248;
+/// The most bytes of a retransmission request
+/// ([`Endpoint::handle_retransmission_request`]) every endpoint that
+/// carries them carries: as many as a reception report, an RTCP compound
+/// packet of an empty receiver report and generic NACKs (RFC 4585
+/// §6.2.1), 57 entries of up to 17 packets each for one stream.
+pub const MAX_RETRANSMISSION_REQUEST: usize = MAX_RECEPTION_REPORT;
 
 /// Something an endpoint reports to its driver: measurements the driver
 /// aggregates into reports, and (later) application-facing notifications.
@@ -112,6 +118,19 @@ pub enum Event {
         from: NodeId,
         /// The report, whole.
         report: Vec<u8>,
+    },
+    /// The endpoint, as the source of `flow` carrying application media,
+    /// got from `from`, one of its receivers, that receiver's
+    /// application's request to send again packets it lost (RTCP generic
+    /// NACKs, RFC 4585 §6.2.1, in a compound packet as the node wrote it):
+    /// for the flow's encoder, which resends them if it keeps a history.
+    RetransmissionRequested {
+        /// The flow.
+        flow: FlowId,
+        /// The receiver whose application asks.
+        from: NodeId,
+        /// The request, whole.
+        request: Vec<u8>,
     },
     /// The endpoint, as the source of `flow` carrying application media,
     /// now offers the application `rate` in packets of at most
@@ -319,6 +338,22 @@ pub trait Endpoint {
         false
     }
 
+    /// The application, a receiver of `flow`, asks at `now` for packets it
+    /// lost to be sent again, for the flow's source to hand to its encoder
+    /// ([`Event::RetransmissionRequested`]): `request` is an RTCP compound
+    /// packet whose generic NACKs are all about the flow's streams. It is
+    /// news for now (a retransmission is worth something only while the
+    /// receiver's jitter buffer waits for it): an endpoint passes it on at
+    /// once where it may. An endpoint that carries requests carries any of
+    /// up to [`MAX_RETRANSMISSION_REQUEST`] bytes. Returns whether the
+    /// endpoint passed it on: one that carries no such requests (the
+    /// default), a flow it does not receive, or a request too large for
+    /// it, does not.
+    fn handle_retransmission_request(&mut self, now: Time, flow: FlowId, request: &[u8]) -> bool {
+        let _ = (now, flow, request);
+        false
+    }
+
     /// The endpoint's node is leaving at `now`: it may queue last datagrams
     /// (a goodbye) and events, which the driver drains once more before it
     /// drops the endpoint. The default does nothing.
@@ -364,6 +399,10 @@ impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
 
     fn handle_reception_report(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
         (**self).handle_reception_report(now, flow, report)
+    }
+
+    fn handle_retransmission_request(&mut self, now: Time, flow: FlowId, request: &[u8]) -> bool {
+        (**self).handle_retransmission_request(now, flow, request)
     }
 
     fn handle_close(&mut self, now: Time) {

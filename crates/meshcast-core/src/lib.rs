@@ -37,7 +37,10 @@ pub mod time;
 pub mod units;
 pub mod video;
 
-pub use endpoint::{DropCause, Endpoint, Event, LinkControl, MAX_RECEPTION_REPORT, Transmit};
+pub use endpoint::{
+    DropCause, Endpoint, Event, LinkControl, MAX_RECEPTION_REPORT, MAX_RETRANSMISSION_REQUEST,
+    Transmit,
+};
 pub use ids::{Addr, FlowId, NodeId};
 pub use rng::Rng;
 pub use time::{Duration, Time};

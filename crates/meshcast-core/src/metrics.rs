@@ -458,6 +458,7 @@ impl FlowRecorder {
             Event::RateOffered { .. }
             | Event::KeyframeRequested { .. }
             | Event::ReceptionReported { .. }
+            | Event::RetransmissionRequested { .. }
             | Event::LinkControl(_) => {}
         }
     }

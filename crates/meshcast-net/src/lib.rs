@@ -70,6 +70,15 @@
 //!   endpoint's [`Event::ReceptionReported`] goes to the encoder's RTCP
 //!   address as it came, so that the encoder hears its receivers as if
 //!   the overlay were one RTP translator (RFC 3550 §7.2).
+//! - **Retransmission requests.** The receiving applications' generic
+//!   NACKs about a stream the node delivered go to the stream's source the
+//!   same way, grouped per session and application into one request each
+//!   ([`Endpoint::handle_retransmission_request`]), at once but within a
+//!   budget of [`RETRANSMISSION_REQUEST_RATE`] a second (in bursts of
+//!   [`RETRANSMISSION_REQUEST_BURST`]) each; the endpoint's
+//!   [`Event::RetransmissionRequested`] goes to the encoder's RTCP address
+//!   as it came, and an encoder that keeps its recent packets sends them
+//!   again.
 //! - **Sender reports.** The encoder's own RTCP (its sender reports,
 //!   which receivers need to play its streams in sync, and its goodbyes)
 //!   travels with its media: on the media input (RTCP multiplexed with
@@ -87,7 +96,9 @@
 //!   and returns the endpoint with its counters.
 
 use meshcast_core::metrics::DelayHistogram;
-use meshcast_core::{Addr, Endpoint, Event, FlowId, MAX_RECEPTION_REPORT, Time, Transmit};
+use meshcast_core::{
+    Addr, Endpoint, Event, FlowId, MAX_RECEPTION_REPORT, MAX_RETRANSMISSION_REQUEST, Time, Transmit,
+};
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{self, IoSliceMut};
@@ -237,6 +248,22 @@ pub struct NetCounters {
     /// Reception reports for this node's encoder not sent: with no encoder
     /// RTCP address, or refused by the kernel.
     pub encoder_reception_reports_held: u64,
+    /// Retransmission requests (one per session and receiving application
+    /// and RTCP datagram, built from the generic NACKs the receiving
+    /// applications sent) the endpoint passed on to a source.
+    pub retransmission_requests: u64,
+    /// Entries of the receiving applications' generic NACKs (each a lost
+    /// packet and a mask of 16 more) not passed on: about a stream (SSRC)
+    /// the node delivered none of, past the budget of
+    /// [`RETRANSMISSION_REQUEST_RATE`], past what a request holds, or
+    /// refused by the endpoint (a source not present).
+    pub nack_entries_dropped: u64,
+    /// Retransmission requests from the receivers sent to this node's
+    /// encoder.
+    pub encoder_retransmission_requests: u64,
+    /// Retransmission requests for this node's encoder not sent: with no
+    /// encoder RTCP address, or refused by the kernel.
+    pub encoder_retransmission_requests_held: u64,
 }
 
 /// The application's media over local UDP ([`Node::set_media`]): units
@@ -321,6 +348,19 @@ pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
 /// application that reports more often is thinned to this, so that its
 /// RTCP cannot take the overlay's control bandwidth.
 pub const RECEPTION_REPORT_GAP: Duration = Duration::from_millis(500);
+/// How many retransmission requests a node passes on a second for one
+/// session and receiving application, at most (and
+/// [`RETRANSMISSION_REQUEST_BURST`] at once): RTP stacks send a NACK as
+/// they find a packet missing and again about a round trip later while it
+/// is, one per video frame or so at 25 frames a second even through a
+/// lossy stretch; past this an application's NACKs would take the
+/// overlay's control bandwidth (the peer also holds them to its budget of
+/// control sent alone).
+pub const RETRANSMISSION_REQUEST_RATE: f64 = 25.0;
+/// How many retransmission requests a node passes on at once for one
+/// session and receiving application (audio's and video's NACKs in
+/// datagrams of their own, say), at most.
+pub const RETRANSMISSION_REQUEST_BURST: f64 = 8.0;
 /// The most report blocks a node passes on in one reception report: as
 /// many as a report every endpoint carries holds (ten).
 const REPORT_BLOCKS_CARRIED: usize = (MAX_RECEPTION_REPORT - 8) / rtcp::REPORT_BLOCK_BYTES;
@@ -329,6 +369,11 @@ pub const MAX_OWN_STREAMS: usize = 32;
 /// The most streams delivered to its applications a node keeps (for
 /// their keyframe requests and the routing of their RTCP).
 pub const MAX_DELIVERED_STREAMS: usize = 1024;
+
+/// One session's retransmission request as a node gathers it: the session,
+/// the asking application's SSRC and the entries of its NACKs for each of
+/// the session's streams.
+type Nacks = (FlowId, u32, Vec<(u32, Vec<rtcp::NackEntry>)>);
 
 /// The SSRC a node names itself by in the RTCP it sends an encoder of
 /// `streams` (one at least): any other than theirs.
@@ -360,6 +405,10 @@ struct Media {
     /// When a reception report last went for each session and receiving
     /// application (by its SSRC), within [`STREAM_SILENCE`].
     reported: Vec<(FlowId, u32, Instant)>,
+    /// The budget of retransmission requests of each session and
+    /// receiving application (by its SSRC): requests left, and when it was
+    /// counted; within [`STREAM_SILENCE`].
+    nack_budget: Vec<(FlowId, u32, f64, Instant)>,
     rate_feedback: bool,
     /// The rate offered to the application's own flow, bits/s.
     offered_bps: Option<u64>,
@@ -646,6 +695,7 @@ impl<E: Endpoint> Node<E> {
             own_streams: OwnStreams::default(),
             last_request: None,
             reported: Vec::new(),
+            nack_budget: Vec::new(),
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
             rate_told: None,
@@ -784,6 +834,10 @@ impl<E: Endpoint> Node<E> {
         // Each datagram's reception reports: the session, the reporting
         // application and its blocks about the session's streams.
         let mut reports: Vec<(FlowId, u32, Vec<rtcp::ReportBlock>)> = Vec::new();
+        // And its retransmission requests: the session, the asking
+        // application and its NACKs' entries for each of the session's
+        // streams.
+        let mut requests: Vec<Nacks> = Vec::new();
         let Some(media) = self.media.as_ref() else {
             return;
         };
@@ -829,8 +883,72 @@ impl<E: Endpoint> Node<E> {
                     None => reports.push((flow, reporter, vec![block])),
                 }
             }
+            let first = requests.len();
+            for (asker, stream, entries) in rtcp::generic_nacks(&buf[..n]) {
+                let Some(&(flow, _)) = media.streams.get(stream).as_ref() else {
+                    self.counters.nack_entries_dropped += entries.len() as u64;
+                    continue;
+                };
+                match requests[first..]
+                    .iter_mut()
+                    .find(|r| r.0 == flow && r.1 == asker)
+                {
+                    Some(r) => r.2.push((stream, entries)),
+                    None => requests.push((flow, asker, vec![(stream, entries)])),
+                }
+            }
         }
         self.pass_reception_reports(reports);
+        self.pass_retransmission_requests(requests);
+    }
+
+    /// Pass each session's retransmission request on to the endpoint, at
+    /// once, within the budget of its session and application (see
+    /// [`RETRANSMISSION_REQUEST_RATE`]).
+    fn pass_retransmission_requests(&mut self, requests: Vec<Nacks>) {
+        let Some(media) = self.media.as_mut().filter(|_| !requests.is_empty()) else {
+            return;
+        };
+        let at = Instant::now();
+        media
+            .nack_budget
+            .retain(|b| at.duration_since(b.3) < STREAM_SILENCE);
+        let now = protocol_time(self.origin + self.start.elapsed());
+        for (flow, asker, nacks) in requests {
+            let entries: usize = nacks.iter().map(|n| n.1.len()).sum();
+            let i = match media
+                .nack_budget
+                .iter()
+                .position(|b| b.0 == flow && b.1 == asker)
+            {
+                Some(i) => i,
+                None => {
+                    let full = RETRANSMISSION_REQUEST_BURST;
+                    media.nack_budget.push((flow, asker, full, at));
+                    media.nack_budget.len() - 1
+                }
+            };
+            let b = &mut media.nack_budget[i];
+            let filled = at.duration_since(b.3).as_secs_f64() * RETRANSMISSION_REQUEST_RATE;
+            (b.2, b.3) = ((b.2 + filled).min(RETRANSMISSION_REQUEST_BURST), at);
+            if b.2 < 1.0 {
+                self.counters.nack_entries_dropped += entries as u64;
+                continue;
+            }
+            let (request, left_out) =
+                rtcp::retransmission_request(asker, &nacks, MAX_RETRANSMISSION_REQUEST);
+            self.counters.nack_entries_dropped += left_out as u64;
+            if entries > left_out
+                && self
+                    .endpoint
+                    .handle_retransmission_request(now, flow, &request)
+            {
+                self.counters.retransmission_requests += 1;
+                b.2 -= 1.0;
+            } else {
+                self.counters.nack_entries_dropped += (entries - left_out) as u64;
+            }
+        }
     }
 
     /// Pass each session's reception report on to the endpoint, unless one
@@ -869,17 +987,13 @@ impl<E: Endpoint> Node<E> {
         }
     }
 
-    /// Send the encoder a receiver's reception report as it came.
-    fn tell_encoder_reception(&mut self, report: &[u8]) {
-        let sent = self.media.as_ref().is_some_and(|m| {
+    /// Send the encoder a receiver's RTCP as it came (a reception report
+    /// or a retransmission request); whether it went.
+    fn tell_encoder_rtcp(&self, rtcp: &[u8]) -> bool {
+        self.media.as_ref().is_some_and(|m| {
             m.encoder_feedback
-                .is_some_and(|to| m.output.try_send_to(report, to).is_ok())
-        });
-        if sent {
-            self.counters.encoder_reception_reports += 1;
-        } else {
-            self.counters.encoder_reception_reports_held += 1;
-        }
+                .is_some_and(|to| m.output.try_send_to(rtcp, to).is_ok())
+        })
     }
 
     /// Send the encoder the rate offered to its flow (a REMB) when it moved
@@ -1017,7 +1131,20 @@ impl<E: Endpoint> Node<E> {
                 match e {
                     Event::KeyframeRequested { .. } => self.ask_encoder(),
                     Event::ReceptionReported { ref report, .. } => {
-                        self.tell_encoder_reception(report);
+                        let sent = self.tell_encoder_rtcp(report);
+                        let c = &mut self.counters;
+                        match sent {
+                            true => c.encoder_reception_reports += 1,
+                            false => c.encoder_reception_reports_held += 1,
+                        }
+                    }
+                    Event::RetransmissionRequested { ref request, .. } => {
+                        let sent = self.tell_encoder_rtcp(request);
+                        let c = &mut self.counters;
+                        match sent {
+                            true => c.encoder_retransmission_requests += 1,
+                            false => c.encoder_retransmission_requests_held += 1,
+                        }
                     }
                     Event::RateOffered { rate, .. } => {
                         if let Some(m) = self.media.as_mut() {

@@ -30,6 +30,17 @@
 //! node reads them, and writes each session's as a receiver report of
 //! their own, from the application's SSRC, which the source's node hands
 //! to its encoder as it came.
+//!
+//! So do their requests to send lost packets again: generic NACKs
+//! (transport-layer feedback, RFC 4585 §6.2.1: format 1 of packet type
+//! 205, naming the stream in its media source field, each entry a lost
+//! packet's sequence number and a bitmask of the 16 after it). The node
+//! writes each session's as a compound packet of its own, an empty
+//! receiver report from the application's SSRC and the NACKs as they came
+//! (their entries cut to what the carried size holds), which the source's
+//! node hands to its encoder; an encoder that keeps its recent packets
+//! (an RTX sender, RFC 4588, or one resending them as they were) sends them
+//! again through the overlay like any other.
 
 /// RTCP's packet types occupy RTP's payload types 64–95 with the marker
 /// bit set (RFC 5761 §4): a second byte in 192..=223 is RTCP.
@@ -46,6 +57,14 @@ pub type ReportBlock = [u8; REPORT_BLOCK_BYTES];
 pub const MAX_REPORT_BLOCKS: usize = 31;
 /// Goodbye: the sources it lists leave.
 const BYE: u8 = 203;
+/// RTCP transport-layer feedback, and its format of generic NACKs.
+const RTPFB: u8 = 205;
+const NACK: u8 = 1;
+/// The bytes of a generic NACK's entry (its feedback control information).
+pub const NACK_ENTRY_BYTES: usize = 4;
+/// A generic NACK's entry: a lost packet's sequence number and the bitmask
+/// of the 16 packets after it also lost, as it came.
+pub type NackEntry = [u8; NACK_ENTRY_BYTES];
 /// RTCP payload-specific feedback.
 const PSFB: u8 = 206;
 /// Its formats: picture loss indication and full intra request.
@@ -121,6 +140,54 @@ pub fn reception_blocks(packet: &[u8]) -> Vec<(u32, ReportBlock)> {
         );
     }
     blocks
+}
+
+/// The generic NACKs of an RTCP datagram, each as `(sender, stream,
+/// entries)`: the SSRC of the application that asks, the stream (SSRC)
+/// whose packets it lost and the NACK's entries, in order; read as
+/// [`keyframe_requests`] reads. A NACK without entries asks for nothing.
+pub fn generic_nacks(packet: &[u8]) -> Vec<(u32, u32, Vec<NackEntry>)> {
+    packets(packet)
+        .filter(|p| p[1] == RTPFB && p[0] & 0x1f == NACK && p.len() >= 16)
+        .map(|p| {
+            let entries = p[12..]
+                .chunks_exact(NACK_ENTRY_BYTES)
+                .map(|e| e.try_into().expect("a whole entry"))
+                .collect();
+            (word(p, 4), word(p, 8), entries)
+        })
+        .collect()
+}
+
+/// A compound RTCP packet from `sender` asking for lost packets again: an
+/// empty receiver report, then a generic NACK for each stream of `nacks`
+/// with its entries, no more than `most` bytes in all. Entries that do not
+/// fit are left out (the later streams' first); returns the packet and how
+/// many entries were left out. A stream left with no entry gets no NACK.
+pub fn retransmission_request(
+    sender: u32,
+    nacks: &[(u32, Vec<NackEntry>)],
+    most: usize,
+) -> (Vec<u8>, usize) {
+    let mut p = compound_from(sender, most.saturating_sub(8));
+    let mut left_out = 0;
+    for (stream, entries) in nacks {
+        // Header, sender and stream: 12 bytes before the entries.
+        let room = most.saturating_sub(p.len() + 12) / NACK_ENTRY_BYTES;
+        let kept = entries.len().min(room).min(usize::from(u16::MAX) - 2);
+        left_out += entries.len() - kept;
+        if kept == 0 {
+            continue;
+        }
+        p.extend_from_slice(&[0x80 | NACK, RTPFB]);
+        p.extend_from_slice(&((2 + kept) as u16).to_be_bytes());
+        p.extend_from_slice(&sender.to_be_bytes());
+        p.extend_from_slice(&stream.to_be_bytes());
+        for e in &entries[..kept] {
+            p.extend_from_slice(e);
+        }
+    }
+    (p, left_out)
 }
 
 /// The stream (SSRC) a reception report block is about.
@@ -368,6 +435,50 @@ mod tests {
     }
 
     #[test]
+    fn generic_nacks_are_read_and_written() {
+        let e = |seq: u8, mask: u8| [0, seq, 0, mask];
+        let nacks = vec![(11, vec![e(1, 0), e(20, 3)]), (12, vec![e(5, 1)])];
+        let (p, left_out) = retransmission_request(0xAB, &nacks, 248);
+        assert_eq!(left_out, 0);
+        // An empty receiver report, then NACKs of 4 and 3 words.
+        assert_eq!(p.len(), 8 + 20 + 16);
+        assert_eq!(&p[..8], &[0x80, 201, 0, 1, 0, 0, 0, 0xAB]);
+        assert_eq!(&p[8..12], &[0x81, 205, 0, 4]);
+        assert!(is_rtcp(&p));
+        let read: Vec<_> = nacks.iter().map(|(s, es)| (0xAB, *s, es.clone())).collect();
+        assert_eq!(generic_nacks(&p), read);
+        // Reduced-size: the NACKs alone; a compound with other packets
+        // (a PLI, a report) gives the NACKs only; they ask for no keyframe
+        // and carry no report blocks.
+        assert_eq!(generic_nacks(&p[8..]), read);
+        let mut c = sender_report(0xAB);
+        c.extend_from_slice(&picture_loss_indication(0xAB, &[11])[8..]);
+        c.extend_from_slice(&p[8..]);
+        assert_eq!(generic_nacks(&c), read);
+        assert!(keyframe_requests(&p).is_empty());
+        assert!(reception_blocks(&p).is_empty());
+        assert!(generic_nacks(&c[..28]).is_empty());
+        // What does not fit is left out, the later streams' first; a stream
+        // left with none gets no NACK.
+        let (p, left_out) = retransmission_request(0xAB, &nacks, 8 + 12 + 4);
+        assert_eq!((p.len(), left_out), (24, 2));
+        assert_eq!(generic_nacks(&p), vec![(0xAB, 11, vec![e(1, 0)])]);
+        let (p, left_out) = retransmission_request(0xAB, &nacks, 8 + 20 + 15);
+        assert_eq!((p.len(), left_out), (28, 1));
+        let (p, left_out) = retransmission_request(0xAB, &nacks, 0);
+        assert_eq!((p.len(), left_out), (8, 3));
+        // A NACK with no entry, a NACK's length past the datagram, and
+        // another transport feedback format ask for nothing.
+        assert!(generic_nacks(&[0x81, 205, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2]).is_empty());
+        let mut long = retransmission_request(1, &nacks[..1], 248).0[8..].to_vec();
+        long[3] = 9;
+        assert!(generic_nacks(&long).is_empty());
+        let mut tmmbr = retransmission_request(1, &nacks[..1], 248).0;
+        tmmbr[8] = 0x83;
+        assert!(generic_nacks(&tmmbr).is_empty());
+    }
+
+    #[test]
     fn a_pli_round_trips_and_names_its_stream() {
         let p = picture_loss_indication(1, &[0x1234_5678]);
         assert!(is_rtcp(&p));
@@ -498,6 +609,8 @@ mod tests {
                 payload_type(&d),
                 estimated_max_bitrate_of(&d),
                 rtp_ssrc(&d),
+                reception_blocks(&d),
+                generic_nacks(&d),
             );
         }
     }

@@ -22,7 +22,10 @@
 //! The receivers' reception reports travel back: the report blocks in a
 //! decoder's receiver or sender reports about A's stream reach A's encoder
 //! as a receiver report from the decoder's SSRC, at most one per 0.5 s for
-//! each session and decoder, ten blocks at most.
+//! each session and decoder, ten blocks at most. So do their generic
+//! NACKs, at once, as a request of their own per session and decoder (an
+//! empty receiver report and the NACKs), within a budget of eight at once
+//! and 25 a second.
 
 use meshcast_core::{Addr, Event, FlowId, NodeId, Rate};
 use meshcast_net::{AddrBook, MediaPorts, NetCounters, Node, TypeOutput, rtcp};
@@ -524,8 +527,24 @@ fn report_block(ssrc: u32, k: u8) -> rtcp::ReportBlock {
     b
 }
 
-#[tokio::test]
-async fn receivers_reception_reports_reach_the_encoder() {
+/// Three peers on loopback for [`RUN`], A's encoder sending [`STREAM`]
+/// to B's and C's decoders, once both decoders got its first packet; B's
+/// decoder has a feedback (RTCP) port of its own, C's answers the address
+/// its RTP came from.
+struct Trio {
+    nodes: Vec<tokio::task::JoinHandle<Ran>>,
+    sending: tokio::task::JoinHandle<()>,
+    /// What A's encoder gets on its RTCP port.
+    listening: tokio::task::JoinHandle<Vec<Vec<u8>>>,
+    decoder_b: UdpSocket,
+    decoder_c: UdpSocket,
+    /// B's feedback port.
+    feedback_at: SocketAddr,
+    /// Where C's RTP came from.
+    c_from: SocketAddr,
+}
+
+async fn trio() -> Trio {
     // A's media input and the encoder's RTP and RTCP sockets; B's decoder
     // and B's RTCP port; C's decoder.
     let (input, encoder, encoder_rtcp) = (udp(), udp(), udp());
@@ -566,6 +585,35 @@ async fn receivers_reception_reports_reach_the_encoder() {
         .await
         .expect("A's stream reaches C's decoder")
         .expect("receive");
+    Trio {
+        nodes,
+        sending,
+        listening,
+        decoder_b,
+        decoder_c,
+        feedback_at,
+        c_from,
+    }
+}
+
+impl Trio {
+    /// Wait for the run's end: each node's counters, and what A's encoder
+    /// got on its RTCP port.
+    async fn end(self) -> (Vec<Ran>, Vec<Vec<u8>>) {
+        self.sending.await.expect("encoder task");
+        let mut counters: Vec<Ran> = Vec::new();
+        for n in self.nodes {
+            counters.push(n.await.expect("node task"));
+        }
+        (counters, self.listening.await.expect("encoder RTCP task"))
+    }
+}
+
+#[tokio::test]
+async fn receivers_reception_reports_reach_the_encoder() {
+    let t = trio().await;
+    let (decoder_b, decoder_c) = (&t.decoder_b, &t.decoder_c);
+    let (feedback_at, c_from) = (t.feedback_at, t.c_from);
     let (b, c) = (0xB0_u32, 0xC0_u32);
     // B's decoder reports on its RTCP port: a block about A's stream and
     // one about a stream B delivered none of (dropped); 100 ms later again
@@ -598,12 +646,7 @@ async fn receivers_reception_reports_reach_the_encoder() {
     sr.extend_from_slice(&c_block);
     sr.extend_from_slice(&bye(c));
     decoder_c.send_to(&sr, c_from).await.expect("send");
-    sending.await.expect("encoder task");
-    let mut counters: Vec<Ran> = Vec::new();
-    for n in nodes {
-        counters.push(n.await.expect("node task"));
-    }
-    let got = listening.await.expect("encoder RTCP task");
+    let (counters, got) = t.end().await;
     let (a, b_ran, c_ran) = (&counters[0], &counters[1], &counters[2]);
     assert_eq!(
         (b_ran.0.reception_reports, b_ran.0.reception_blocks_dropped),
@@ -647,4 +690,112 @@ async fn receivers_reception_reports_reach_the_encoder() {
     ];
     want.sort();
     assert_eq!(reports, want);
+}
+
+/// `k` NACK entries from `first`: a lost packet's sequence number each,
+/// its mask of the 16 after it `mask`.
+fn nack_entries(first: u16, k: u16, mask: u16) -> Vec<rtcp::NackEntry> {
+    (0..k)
+        .map(|i| {
+            let [a, b] = (first + 20 * i).to_be_bytes();
+            let [c, d] = mask.to_be_bytes();
+            [a, b, c, d]
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn receivers_retransmission_requests_reach_the_encoder() {
+    let t = trio().await;
+    let (decoder_b, decoder_c) = (&t.decoder_b, &t.decoder_c);
+    let (feedback_at, c_from) = (t.feedback_at, t.c_from);
+    let (b, c) = (0xB0_u32, 0xC0_u32);
+    let request = |from, nacks: &[(u32, Vec<rtcp::NackEntry>)]| {
+        rtcp::retransmission_request(from, nacks, 1500).0
+    };
+    // B's decoder asks on its RTCP port: in one datagram, for two of A's
+    // packets and two of a stream B delivered none of (dropped); then at
+    // once in ten datagrams of one entry each (seven pass: a burst is
+    // eight); 200 ms later (five more in the budget) for 70 packets (57
+    // pass: a request the overlay carries holds 57 entries).
+    let first = nack_entries(100, 2, 0x8001);
+    decoder_b
+        .send_to(
+            &request(
+                b,
+                &[(STREAM, first.clone()), (STREAM + 1, nack_entries(7, 2, 0))],
+            ),
+            feedback_at,
+        )
+        .await
+        .expect("send");
+    let burst: Vec<_> = (0..10).map(|i| nack_entries(200 + i, 1, 0)).collect();
+    for e in &burst {
+        decoder_b
+            .send_to(&request(b, &[(STREAM, e.clone())]), feedback_at)
+            .await
+            .expect("send");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let many = nack_entries(300, 70, 0xFFFF);
+    decoder_b
+        .send_to(&request(b, &[(STREAM, many.clone())]), feedback_at)
+        .await
+        .expect("send");
+    // C's decoder answers the address its RTP came from with a NACK alone
+    // (reduced-size RTCP).
+    let c_entries = nack_entries(400, 1, 0x0002);
+    decoder_c
+        .send_to(&request(c, &[(STREAM, c_entries.clone())])[8..], c_from)
+        .await
+        .expect("send");
+    let (counters, got) = t.end().await;
+    let (a, b_ran, c_ran) = (&counters[0], &counters[1], &counters[2]);
+    assert_eq!(
+        (
+            b_ran.0.retransmission_requests,
+            b_ran.0.nack_entries_dropped
+        ),
+        (9, 2 + 3 + 13),
+        "B: {:?}",
+        b_ran.0
+    );
+    assert_eq!(
+        (
+            c_ran.0.retransmission_requests,
+            c_ran.0.nack_entries_dropped
+        ),
+        (1, 0),
+        "C: {:?}",
+        c_ran.0
+    );
+    assert_eq!(
+        (
+            b_ran.1.retransmission_requests_sent,
+            c_ran.1.retransmission_requests_sent,
+            a.1.retransmission_requests_received
+        ),
+        (9, 1, 10)
+    );
+    assert_eq!(
+        (
+            a.0.encoder_retransmission_requests,
+            a.0.encoder_retransmission_requests_held,
+            a.0.encoder_reception_reports
+        ),
+        (10, 0, 0),
+        "A: {:?}",
+        a.0
+    );
+    // The encoder got each as an empty receiver report from its decoder
+    // and the NACKs about its stream as they were sent: B's in order
+    // (C's anywhere among them).
+    assert!(got.iter().all(|p| p[..4] == [0x80, 201, 0, 1]), "{got:?}");
+    let asked: Vec<_> = got.iter().map(|p| rtcp::generic_nacks(p)).collect();
+    let from_b: Vec<_> = asked.iter().filter(|r| r[0].0 == b).cloned().collect();
+    let mut want = vec![vec![(b, STREAM, first)]];
+    want.extend(burst[..7].iter().map(|e| vec![(b, STREAM, e.clone())]));
+    want.push(vec![(b, STREAM, many[..57].to_vec())]);
+    assert_eq!(from_b, want);
+    assert!(asked.contains(&vec![(c, STREAM, c_entries)]), "{asked:?}");
 }

@@ -700,6 +700,20 @@ pub struct NetSummary {
     /// Receivers' reception reports for this node's encoder not sent
     /// (no `media.encoder_rtcp`).
     pub encoder_reception_reports_held: u64,
+    /// Retransmission requests (the generic NACKs of one RTCP datagram of
+    /// a receiving application, per session) passed on to the sessions'
+    /// sources.
+    pub retransmission_requests: u64,
+    /// Entries of the receiving applications' generic NACKs not passed on:
+    /// about a stream this node delivered none of, past 25 requests a
+    /// second (8 at once) of the same session and application, past what a
+    /// request holds, or for a source not present.
+    pub nack_entries_dropped: u64,
+    /// Receivers' retransmission requests sent to this node's encoder.
+    pub encoder_retransmission_requests: u64,
+    /// Receivers' retransmission requests for this node's encoder not sent
+    /// (no `media.encoder_rtcp`).
+    pub encoder_retransmission_requests_held: u64,
     /// How long after its due time the node handled a timer, median, 99th
     /// percentile and largest, ms (`null` with no timer): on an idle
     /// machine about 0.1 ms at the median and 0.25 ms at the 99th
@@ -747,6 +761,11 @@ pub struct PeerSummary {
     pub reception_reports_sent: u64,
     /// Reception reports receivers sent this node's session.
     pub reception_reports_received: u64,
+    /// Retransmission requests this node sent to sources (its
+    /// applications').
+    pub retransmission_requests_sent: u64,
+    /// Retransmission requests receivers sent this node's session.
+    pub retransmission_requests_received: u64,
     /// Times a link into this node re-learnt its data packets' base delay
     /// after an overload (docs/celerity.md, "An overload that has
     /// drained").
@@ -792,6 +811,10 @@ impl NetSummary {
             reception_blocks_dropped: c.reception_blocks_dropped,
             encoder_reception_reports: c.encoder_reception_reports,
             encoder_reception_reports_held: c.encoder_reception_reports_held,
+            retransmission_requests: c.retransmission_requests,
+            nack_entries_dropped: c.nack_entries_dropped,
+            encoder_retransmission_requests: c.encoder_retransmission_requests,
+            encoder_retransmission_requests_held: c.encoder_retransmission_requests_held,
             timer_late_ms_p50: q(0.5),
             timer_late_ms_p99: q(0.99),
             timer_late_ms_max: done.timer_late.max().map(ms),
@@ -817,6 +840,8 @@ impl PeerSummary {
             keyframe_requests_received: c.keyframe_requests_received,
             reception_reports_sent: c.reception_reports_sent,
             reception_reports_received: c.reception_reports_received,
+            retransmission_requests_sent: c.retransmission_requests_sent,
+            retransmission_requests_received: c.retransmission_requests_received,
             rebases: c.rebases,
             drained_overloads: c.drained_overloads,
             climb_falls: c.climb_falls,

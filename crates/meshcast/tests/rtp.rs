@@ -81,8 +81,9 @@ fn have_ffmpeg() -> bool {
 }
 
 /// The GStreamer elements the keyframe request test's pipelines use.
-const GST_ELEMENTS: [&str; 8] = [
+const GST_ELEMENTS: [&str; 9] = [
     "rtpbin",
+    "rtprtxqueue",
     "x264enc",
     "rtph264pay",
     "rtph264depay",
@@ -1029,13 +1030,21 @@ fn gst_nodes(d: &Path, max_rate_kbps: u32, feedback: bool) -> (GstPorts, Child, 
 /// A GStreamer receiver of H.264 from B ([`gst_nodes`]): rtpbin with
 /// feedback, its RTP on `output`, the sender's reports on `output_rtcp`,
 /// its own RTCP (PLIs: its depayloader asks for a keyframe when its stream
-/// cannot be decoded) to B's `rtcp_listen`, the stream written to `file`;
-/// returned once it listens ([`wait_listening`]).
-fn gst_receiver(p: &GstPorts, file: &Path) -> Child {
+/// cannot be decoded; with `nacks`, generic NACKs: its jitter buffer asks
+/// for packets that do not come) to B's `rtcp_listen`, the stream written
+/// to `file`; returned once it listens ([`wait_listening`]).
+fn gst_receiver(p: &GstPorts, file: &Path, nacks: bool) -> Child {
+    let nack_caps = if nacks {
+        ",rtcp-fb-nack=(boolean)true"
+    } else {
+        ""
+    };
     let mut receiver = Command::new("gst-launch-1.0")
-        .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf", "udpsrc"])
+        .args(["-q", "-e", "rtpbin", "name=r", "rtp-profile=avpf"])
+        .arg(format!("do-retransmission={nacks}"))
+        .arg("udpsrc")
         .arg(format!("port={}", p.output))
-        .arg("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true")
+        .arg(format!("caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=H264,payload=96,rtcp-fb-nack-pli=(boolean)true{nack_caps}"))
         .args(["!", "r.recv_rtp_sink_0", "udpsrc"])
         .arg(format!("port={}", p.output_rtcp))
         .args(["!", "r.recv_rtcp_sink_0", "r.", "!"])
@@ -1080,6 +1089,45 @@ fn h264_frames(file: &Path) -> (usize, usize) {
     (frames, keyframes)
 }
 
+/// A GStreamer sender of H.264 into A ([`gst_nodes`]): x264 at 300
+/// kbit/s (a keyframe every `key_int` frames) in rtpbin with feedback
+/// (AVPF), its RTP to A's `input`, its sender reports to A's `input_rtcp`
+/// (or nobody), its RTCP in on the encoder's port. Its debug log of the
+/// categories `debug` goes to `log`. With `drop`, its packets pass an
+/// `rtprtxqueue`, which sends again those a receiver asks for (generic
+/// NACKs), and then a link that loses that fraction of them.
+fn gst_sender(p: &GstPorts, debug: &str, key_int: u32, drop: Option<f64>, log: &Path) -> Child {
+    let mut sender = Command::new("gst-launch-1.0");
+    sender
+        .env("GST_DEBUG", debug)
+        .env("GST_DEBUG_NO_COLOR", "1")
+        .args(["-q", "rtpbin", "name=s", "rtp-profile=avpf"])
+        .args(["videotestsrc", "is-live=true", "pattern=ball", "!"])
+        .args(["video/x-raw,width=320,height=240,framerate=25/1", "!"])
+        .args(["x264enc", "tune=zerolatency", "bitrate=300"])
+        .arg(format!("key-int-max={key_int}"))
+        .args(["!", "rtph264pay", "pt=96", "config-interval=-1", "!"]);
+    if drop.is_some() {
+        sender.args(["rtprtxqueue", "!"]);
+    }
+    sender.args(["s.send_rtp_sink_0", "s.send_rtp_src_0", "!"]);
+    if let Some(fraction) = drop {
+        sender.args(["identity", &format!("drop-probability={fraction}"), "!"]);
+    }
+    sender
+        .args(["udpsink", "host=127.0.0.1"])
+        .arg(format!("port={}", p.input))
+        .args(["s.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
+        .arg(format!("port={}", p.encoder_sr))
+        .args(["sync=false", "async=false", "udpsrc"])
+        .arg(format!("port={}", p.encoder_rtcp))
+        .args(["!", "s.recv_rtcp_sink_0"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("the sender's log"))
+        .spawn()
+        .expect("gst-launch-1.0 runs")
+}
+
 /// GStreamer's H.264 stream (x264, 300 kbit/s, a keyframe only at the
 /// start) from A to B, whose receiver starts 3 s after the encoder and
 /// writes what it depayloads for 6 s. Its RTP stack answers with RTCP to
@@ -1092,43 +1140,11 @@ fn late_receiver(ask_encoder: bool) -> LateRun {
     let d = dir.path();
     let (p, node_a, node_b) = gst_nodes(d, 800, ask_encoder);
     std::thread::sleep(Duration::from_secs(1));
-    // The sender: rtpbin with feedback (AVPF), its sender reports to A's
-    // `input_rtcp` (or nobody), its RTCP in on the encoder's port. Its
-    // session's debug log, to a file, says which report blocks it took.
     let sender_log = d.join("sender.log");
-    let sender = Command::new("gst-launch-1.0")
-        .env("GST_DEBUG", "rtpsource:5")
-        .args(["-q", "rtpbin", "name=s", "rtp-profile=avpf"])
-        .args(["videotestsrc", "is-live=true", "pattern=ball", "!"])
-        .args(["video/x-raw,width=320,height=240,framerate=25/1", "!"])
-        .args([
-            "x264enc",
-            "tune=zerolatency",
-            "bitrate=300",
-            "key-int-max=100000",
-            "!",
-        ])
-        .args([
-            "rtph264pay",
-            "pt=96",
-            "config-interval=-1",
-            "!",
-            "s.send_rtp_sink_0",
-        ])
-        .args(["s.send_rtp_src_0", "!", "udpsink", "host=127.0.0.1"])
-        .arg(format!("port={}", p.input))
-        .args(["s.send_rtcp_src_0", "!", "udpsink", "host=127.0.0.1"])
-        .arg(format!("port={}", p.encoder_sr))
-        .args(["sync=false", "async=false", "udpsrc"])
-        .arg(format!("port={}", p.encoder_rtcp))
-        .args(["!", "s.recv_rtcp_sink_0"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&sender_log).expect("the sender's log"))
-        .spawn()
-        .expect("gst-launch-1.0 runs");
+    let sender = gst_sender(&p, "rtpsource:5", 100_000, None, &sender_log);
     std::thread::sleep(Duration::from_secs(3));
     let recv = d.join("recv.h264");
-    let receiver = gst_receiver(&p, &recv);
+    let receiver = gst_receiver(&p, &recv, false);
     std::thread::sleep(Duration::from_secs(6));
     stop(&receiver);
     let received = receiver.wait_with_output().expect("the receiver ends");
@@ -1224,6 +1240,90 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
     assert_eq!(r.report_blocks, 0);
 }
 
+/// What a receiver of a lossy sender got in [`lossy_sender`].
+struct NackRun {
+    /// Frames the receiver's stream decodes to.
+    frames: usize,
+    /// Retransmission requests the sender's `rtprtxqueue` took, and the
+    /// packets it sent again for them (its debug log's "request" and
+    /// "found" lines).
+    requests: usize,
+    resent: usize,
+    a: Value,
+    b: Value,
+}
+
+/// GStreamer's H.264 stream (x264, 300 kbit/s, a keyframe a second) from A
+/// to B, 10% of its packets lost between the sender's `rtpbin` and A (an
+/// `identity` that drops them), for 6 s. The receiver's jitter buffer asks
+/// for the packets that do not come (generic NACKs) to B's `rtcp_listen`;
+/// A passes them on to the encoder's RTCP port when `ask_encoder`, where
+/// the sender's `rtprtxqueue` sends the packets again; else they go no
+/// further.
+fn lossy_sender(ask_encoder: bool) -> NackRun {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let (p, node_a, node_b) = gst_nodes(d, 800, ask_encoder);
+    std::thread::sleep(Duration::from_secs(1));
+    let recv = d.join("recv.h264");
+    let receiver = gst_receiver(&p, &recv, true);
+    let sender_log = d.join("sender.log");
+    let sender = gst_sender(&p, "rtprtxqueue:5", 25, Some(0.1), &sender_log);
+    std::thread::sleep(Duration::from_secs(6));
+    stop(&sender);
+    sender.wait_with_output().expect("the sender ends");
+    stop(&receiver);
+    receiver.wait_with_output().expect("the receiver ends");
+    let sent = std::fs::read_to_string(&sender_log).unwrap_or_default();
+    // rtprtxqueue's "request N" for each request, "found N" for each packet
+    // it had and sent again.
+    let said = |what: &str| sent.lines().filter(|l| l.contains(what)).count();
+    let (requests, resent) = (said("> request "), said("> found "));
+    let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
+    let (frames, _) = h264_frames(&recv);
+    eprintln!(
+        "asking the encoder {ask_encoder}: decoded {frames} frames; the sender took {requests} requests and sent {resent} packets again; A: {} {}; B: {} {}",
+        sa["net"], sa["peer"], sb["net"], sb["peer"]
+    );
+    NackRun {
+        frames,
+        requests,
+        resent,
+        a: sa,
+        b: sb,
+    }
+}
+
+/// Packets sent again on request between real applications (docs/node.md,
+/// "Retransmission requests"). A sender whose packets are lost before they
+/// reach A: the receiver's `rtpbin` asks for them (RTCP generic NACKs), B
+/// passes the requests to A's session's source at once, and A to its
+/// encoder, whose `rtprtxqueue` sends them again. Without A's
+/// `encoder_rtcp` the requests reach A and go no further.
+#[test]
+fn a_receivers_nacks_bring_lost_packets_again() {
+    let _turn = turn();
+    if !have_gstreamer() {
+        return;
+    }
+    let r = lossy_sender(true);
+    let passed = r.b["net"]["retransmission_requests"].as_u64().unwrap_or(0);
+    assert!(passed >= 1, "B passed on no request: {}", r.b["net"]);
+    assert!(r.a["peer"]["retransmission_requests_received"].as_u64() >= Some(1));
+    assert!(
+        r.a["net"]["encoder_retransmission_requests"].as_u64() >= Some(1),
+        "{}",
+        r.a["net"]
+    );
+    assert!(r.requests >= 1, "the sender took no request");
+    assert!(r.resent >= 1, "the sender sent nothing again");
+    assert!(r.frames >= 1, "decoded nothing");
+    let r = lossy_sender(false);
+    assert!(r.a["peer"]["retransmission_requests_received"].as_u64() >= Some(1));
+    assert_eq!(r.a["net"]["encoder_retransmission_requests"], 0);
+    assert_eq!(r.requests, 0);
+}
+
 /// A Python whose GStreamer bindings load (Debian's `python3-gi` and
 /// `gir1.2-gstreamer-1.0` are for the system's own `/usr/bin/python3`,
 /// which may not be the first `python3` on the path).
@@ -1266,7 +1366,7 @@ fn follow_rate(python: &str, fixed: bool) -> FollowRun {
     let (p, node_a, node_b) = gst_nodes(d, 350, true);
     std::thread::sleep(Duration::from_secs(1));
     let recv = d.join("recv.h264");
-    let receiver = gst_receiver(&p, &recv);
+    let receiver = gst_receiver(&p, &recv, false);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/gst_follow_rate.py");
     let mut sender = Command::new(python);
     sender

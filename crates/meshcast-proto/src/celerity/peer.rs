@@ -1657,6 +1657,12 @@ pub struct PeerCounters {
     /// Reception reports that reached this peer's session from its
     /// receivers ([`Event::ReceptionReported`]).
     pub reception_reports_received: u64,
+    /// Retransmission requests this peer's application sent to other
+    /// sessions' sources ([`CelerityPeer::request_retransmission`]).
+    pub retransmission_requests_sent: u64,
+    /// Retransmission requests that reached this peer's session from its
+    /// receivers ([`Event::RetransmissionRequested`]).
+    pub retransmission_requests_received: u64,
     /// Times a link into this peer raised its data packets' base delay
     /// after an overload ([`CelerityParams::rebase`]).
     pub rebases: u64,
@@ -3061,6 +3067,40 @@ impl CelerityPeer {
         let wait = self.ride_waits().report;
         self.queue_control(m, now, &c, wait);
         self.counters.reception_reports_sent += 1;
+        true
+    }
+
+    /// Send the source of `flow`, a session this peer receives, this
+    /// peer's application's request to send again packets of the session's
+    /// streams it lost: `request`, an RTCP compound packet whose generic
+    /// NACKs (RFC 4585 §6.2.1) are about those streams, carried as it is.
+    /// The source hands it to its application as
+    /// [`Event::RetransmissionRequested`], for an encoder that keeps its
+    /// recent packets and resends them. A retransmission is worth something
+    /// only while the receiver's jitter buffer still waits for it, so the
+    /// request leaves at once, on the direct overlay link (or through a
+    /// relay while it is down), riding on a data packet if one leaves
+    /// first; unlike a keyframe request it is held to the budget of
+    /// control sent alone ([`CelerityParams::lone_share`]), since a lossy
+    /// stretch may bring many of them over a thin link. None supersedes
+    /// another. How often to ask is the application's choice. False
+    /// (nothing sent) as [`CelerityPeer::report_reception`]: for this
+    /// peer's own flow, a flow that is no session of the conference, a
+    /// source that is not present, an empty request or one of more than
+    /// [`wire::MAX_RETRANSMISSION_REQUEST`] bytes.
+    pub fn request_retransmission(&mut self, now: Time, flow: FlowId, request: &[u8]) -> bool {
+        let Some(m) = self.received_source(flow) else {
+            return false;
+        };
+        if !(1..=wire::MAX_RETRANSMISSION_REQUEST).contains(&request.len()) {
+            return false;
+        }
+        let c = Control::RetransmissionRequest {
+            session: m as u8,
+            request: request.to_vec(),
+        };
+        self.queue_control(m, now, &c, Duration::ZERO);
+        self.counters.retransmission_requests_sent += 1;
         true
     }
 
@@ -5698,6 +5738,17 @@ impl CelerityPeer {
                     });
                 }
             }
+            Control::RetransmissionRequest { session, request } => {
+                // As a reception report.
+                if usize::from(session) == self.me && self.app.is_some() {
+                    self.counters.retransmission_requests_received += 1;
+                    self.events.push_back(Event::RetransmissionRequested {
+                        flow: self.cfg.flows[self.me],
+                        from: self.cfg.participants[u].node,
+                        request,
+                    });
+                }
+            }
             Control::KeyframeRequest { session } => {
                 // Only for this peer's own session, from one of its
                 // receivers, and only where an application sends it.
@@ -6119,6 +6170,11 @@ impl Endpoint for CelerityPeer {
     fn handle_reception_report(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
         self.start(now);
         self.report_reception(now, flow, report)
+    }
+
+    fn handle_retransmission_request(&mut self, now: Time, flow: FlowId, request: &[u8]) -> bool {
+        self.start(now);
+        self.request_retransmission(now, flow, request)
     }
 
     fn handle_close(&mut self, now: Time) {

@@ -4209,6 +4209,79 @@ fn a_keyframe_request_reaches_the_sources_application() {
     assert_eq!(peers[1].counters().keyframe_requests_received, 0);
 }
 
+/// What [`carry_rtcp`] saw: each piece of RTCP the sources' applications
+/// got, with the index of the peer that got it, its flow, the receiver it
+/// came from and when; and when it was sent.
+struct Carried {
+    got: Vec<(usize, FlowId, NodeId, Vec<u8>, Time)>,
+    sent: Time,
+}
+
+/// A piece of RTCP a source's application got: its flow, the receiver it
+/// came from, the bytes.
+type CarriedRtcp = (FlowId, NodeId, Vec<u8>);
+
+/// Peer 2's application hands its peer pieces of RTCP for sources
+/// (`send`: a reception report or a retransmission request; `take` reads
+/// the event the source raises) at 2 s of a three-peer conference: two
+/// close together for session 0, one for session 1 (whose source carries
+/// no application: sent all the same, as the peer cannot know, and that
+/// source drops it), none for its own or an unknown flow, an empty one or
+/// one of `most` + 1 bytes, and one of `most` bytes.
+fn carry_rtcp(
+    first: &[u8],
+    second: &[u8],
+    most: usize,
+    send: fn(&mut CelerityPeer, Time, FlowId, &[u8]) -> bool,
+    take: fn(Event) -> Option<CarriedRtcp>,
+) -> (Carried, Vec<CelerityPeer>) {
+    let mut peers = three_with_an_application();
+    let mut inflight = Default::default();
+    let mut events = Vec::new();
+    let mut now = Time::ZERO;
+    let mut sent = None;
+    let mut got = Vec::new();
+    while now < Time::from_secs(3) {
+        if now == Time::from_secs(2) {
+            let p = &mut peers[2];
+            assert!(send(p, now, FlowId(0), first));
+            assert!(send(p, now, FlowId(0), second));
+            assert!(send(p, now, FlowId(1), first));
+            assert!(!send(p, now, FlowId(2), first));
+            assert!(!send(p, now, FlowId(9), first));
+            assert!(!send(p, now, FlowId(0), &[]));
+            assert!(!send(p, now, FlowId(0), &vec![7; most + 1]));
+            assert!(send(p, now, FlowId(0), &vec![7; most]));
+            sent = Some(now);
+        }
+        ideal_step(&mut peers, &mut inflight, now, &mut events);
+        for (at, e) in events.drain(..) {
+            if let Some((flow, from, rtcp)) = take(e) {
+                got.push((at, flow, from, rtcp, now));
+            }
+        }
+        now += Duration::from_millis(1);
+    }
+    let carried = Carried {
+        got,
+        sent: sent.unwrap(),
+    };
+    (carried, peers)
+}
+
+impl Carried {
+    /// Assert that the source's application got `expected` in order, each
+    /// from peer 2 for session 0 within `within` of sending.
+    fn assert_got(&self, expected: Vec<&Vec<u8>>, within: Duration) {
+        let got: Vec<&Vec<u8>> = self.got.iter().map(|g| &g.3).collect();
+        assert_eq!(got, expected);
+        for (at, flow, from, _, when) in &self.got {
+            assert_eq!((*at, *flow, *from), (0, FlowId(0), NodeId(2)));
+            assert!(when.saturating_since(self.sent) <= within, "{when:?}");
+        }
+    }
+}
+
 /// A receiver's application reports its reception of a session's streams
 /// (`report_reception`): the report reaches the source whole, within the
 /// wait for a data packet to ride on (the link-state reports', 150 ms),
@@ -4219,55 +4292,64 @@ fn a_keyframe_request_reaches_the_sources_application() {
 /// message take none.
 #[test]
 fn a_reception_report_reaches_the_sources_application() {
-    let mut peers = three_with_an_application();
-    let mut inflight = Default::default();
-    let mut events = Vec::new();
-    let mut now = Time::ZERO;
     // An RTCP receiver report with one block, and a second one.
     let first: Vec<u8> = [0x81, 201, 0, 7].into_iter().chain(1..=28).collect();
     let second: Vec<u8> = [0x81, 201, 0, 7].into_iter().chain(101..=128).collect();
-    let mut sent = None;
-    let mut got = Vec::new();
-    while now < Time::from_secs(3) {
-        if now == Time::from_secs(2) {
-            assert!(peers[2].report_reception(now, FlowId(0), &first));
-            assert!(peers[2].report_reception(now, FlowId(0), &second));
-            // Session 1's source carries no application: sent all the
-            // same, and its peer drops it.
-            assert!(peers[2].report_reception(now, FlowId(1), &first));
-            assert!(!peers[2].report_reception(now, FlowId(2), &first));
-            assert!(!peers[2].report_reception(now, FlowId(9), &first));
-            assert!(!peers[2].report_reception(now, FlowId(0), &[]));
-            let large = vec![7; wire::MAX_RECEPTION_REPORT + 1];
-            assert!(!peers[2].report_reception(now, FlowId(0), &large));
-            let most = vec![7; wire::MAX_RECEPTION_REPORT];
-            assert!(peers[2].report_reception(now, FlowId(0), &most));
-            sent = Some(now);
-        }
-        ideal_step(&mut peers, &mut inflight, now, &mut events);
-        for (at, e) in events.drain(..) {
-            if let Event::ReceptionReported { flow, from, report } = e {
-                got.push((at, flow, from, report, now));
-            }
-        }
-        now += Duration::from_millis(1);
-    }
-    let sent = sent.unwrap();
-    let reports: Vec<&Vec<u8>> = got.iter().map(|g| &g.3).collect();
-    assert_eq!(
-        reports,
-        vec![&first, &second, &vec![7; wire::MAX_RECEPTION_REPORT]]
+    let (carried, peers) = carry_rtcp(
+        &first,
+        &second,
+        wire::MAX_RECEPTION_REPORT,
+        CelerityPeer::report_reception,
+        |e| match e {
+            Event::ReceptionReported { flow, from, report } => Some((flow, from, report)),
+            _ => None,
+        },
     );
-    for (at, flow, from, _, when) in &got {
-        assert_eq!((*at, *flow, *from), (0, FlowId(0), NodeId(2)));
-        assert!(
-            when.saturating_since(sent) <= Duration::from_millis(153),
-            "{when:?}"
-        );
-    }
+    let most = vec![7; wire::MAX_RECEPTION_REPORT];
+    carried.assert_got(vec![&first, &second, &most], Duration::from_millis(153));
     assert_eq!(peers[2].counters().reception_reports_sent, 4);
     assert_eq!(peers[0].counters().reception_reports_received, 3);
     assert_eq!(peers[1].counters().reception_reports_received, 0);
+}
+
+/// A receiver's application asks a session's source to send lost packets
+/// again (`request_retransmission`): the request reaches the source whole
+/// at once (within the link's delay, as a keyframe request, where a
+/// reception report may wait 150 ms for data to ride on) and is handed to
+/// its application as `Event::RetransmissionRequested`, naming the
+/// receiver; none supersedes another, and the same requests as for reports
+/// are refused.
+#[test]
+fn a_retransmission_request_reaches_the_sources_application_at_once() {
+    // An empty receiver report and a generic NACK for packet 7 and the
+    // two after it, and a second one.
+    let nack = |pid: u8| -> Vec<u8> {
+        let mut p = vec![0x80, 201, 0, 1, 0, 0, 0, 1];
+        p.extend_from_slice(&[0x81, 205, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9, 0, pid, 0, 3]);
+        p
+    };
+    let (first, second) = (nack(7), nack(40));
+    let (carried, peers) = carry_rtcp(
+        &first,
+        &second,
+        wire::MAX_RETRANSMISSION_REQUEST,
+        CelerityPeer::request_retransmission,
+        |e| match e {
+            Event::RetransmissionRequested {
+                flow,
+                from,
+                request,
+            } => Some((flow, from, request)),
+            _ => None,
+        },
+    );
+    let most = vec![7; wire::MAX_RETRANSMISSION_REQUEST];
+    carried.assert_got(vec![&first, &second, &most], Duration::from_millis(3));
+    assert_eq!(peers[2].counters().retransmission_requests_sent, 4);
+    assert_eq!(peers[0].counters().retransmission_requests_received, 3);
+    assert_eq!(peers[1].counters().retransmission_requests_received, 0);
+    // Neither kind was taken for the other.
+    assert_eq!(peers[0].counters().reception_reports_received, 0);
 }
 
 /// The lead on a lagging application's offer (`CelerityParams::app_lead`):

@@ -221,6 +221,17 @@ pub enum Control {
         /// The report (at least one byte).
         report: Vec<u8>,
     },
+    /// Receiver → source: the receiver's application's request to send
+    /// again packets of the session's streams it lost (an RTCP compound
+    /// packet of generic NACKs, carried as its bytes, at most
+    /// [`MAX_RETRANSMISSION_REQUEST`]); the source hands it to its
+    /// application ([`meshcast_core::Event::RetransmissionRequested`]).
+    RetransmissionRequest {
+        /// The session.
+        session: u8,
+        /// The request (at least one byte).
+        request: Vec<u8>,
+    },
     /// Control from `origin` for `dest`, carried by a neighbour because the
     /// overlay link between them is down. The relay forwards it to `dest`
     /// directly (one relay hop; relays are never nested).
@@ -338,6 +349,7 @@ const TLV_SERIAL: u8 = 9;
 const TLV_SERIALS: u8 = 10;
 const TLV_KEYFRAME: u8 = 11;
 const TLV_RECEPTION: u8 = 12;
+const TLV_RETRANSMIT: u8 = 13;
 
 /// The most bytes a [`Control::ReceptionReport`] carries: a message body
 /// holds 255, one of which names the session (an RTCP receiver report with
@@ -345,6 +357,10 @@ const TLV_RECEPTION: u8 = 12;
 pub const MAX_RECEPTION_REPORT: usize = 254;
 // Every report the endpoint contract has a peer carry fits.
 const _: () = assert!(MAX_RECEPTION_REPORT >= meshcast_core::MAX_RECEPTION_REPORT);
+/// The most bytes a [`Control::RetransmissionRequest`] carries, as a
+/// reception report.
+pub const MAX_RETRANSMISSION_REQUEST: usize = MAX_RECEPTION_REPORT;
+const _: () = assert!(MAX_RETRANSMISSION_REQUEST >= meshcast_core::MAX_RETRANSMISSION_REQUEST);
 
 /// The most `(session, rate)` pairs one rate update carries (its TLV body
 /// holds at most 255 bytes); more are left out.
@@ -682,13 +698,22 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                 }
                 out.push(Control::KeyframeRequest { session: body[0] });
             }
-            TLV_RECEPTION => {
+            TLV_RECEPTION | TLV_RETRANSMIT => {
+                // A session and an application's RTCP, carried as it is.
                 if len < 2 {
-                    return Err(CelerityWireError::Invalid("reception report length"));
+                    return Err(CelerityWireError::Invalid("carried RTCP length"));
                 }
-                out.push(Control::ReceptionReport {
-                    session: body[0],
-                    report: body[1..].to_vec(),
+                let (session, rtcp) = (body[0], body[1..].to_vec());
+                out.push(if kind == TLV_RECEPTION {
+                    Control::ReceptionReport {
+                        session,
+                        report: rtcp,
+                    }
+                } else {
+                    Control::RetransmissionRequest {
+                        session,
+                        request: rtcp,
+                    }
                 });
             }
             TLV_RELAY => {
@@ -779,12 +804,10 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
             out.extend_from_slice(&[TLV_KEYFRAME, 1, *session]);
         }
         Control::ReceptionReport { session, report } => {
-            // A report too large for a message is not sent: the peer
-            // refuses such reports before they are queued.
-            if (1..=MAX_RECEPTION_REPORT).contains(&report.len()) {
-                out.extend_from_slice(&[TLV_RECEPTION, 1 + report.len() as u8, *session]);
-                out.extend_from_slice(report);
-            }
+            emit_carried(out, TLV_RECEPTION, *session, report);
+        }
+        Control::RetransmissionRequest { session, request } => {
+            emit_carried(out, TLV_RETRANSMIT, *session, request);
         }
         Control::Relay {
             origin,
@@ -810,6 +833,16 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
 
 /// What makes two messages about the same thing: a later one supersedes
 /// an earlier one with the same key still waiting to be sent.
+/// Append a message of type `tlv` carrying a session's application RTCP
+/// as it is. RTCP too large for a message is not sent: the peer refuses it
+/// before it is queued.
+fn emit_carried(out: &mut Vec<u8>, tlv: u8, session: u8, rtcp: &[u8]) {
+    if (1..=MAX_RECEPTION_REPORT).contains(&rtcp.len()) {
+        out.extend_from_slice(&[tlv, 1 + rtcp.len() as u8, session]);
+        out.extend_from_slice(rtcp);
+    }
+}
+
 fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
     match tlv.first().copied()? {
         TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS => Some((tlv[0], 0)),
@@ -1444,6 +1477,10 @@ mod tests {
                 session: 6,
                 report: vec![0x81, 201, 0, 7, 1, 2, 3, 4],
             },
+            Control::RetransmissionRequest {
+                session: 7,
+                request: vec![0x80, 205, 0, 2, 1, 2, 3, 4],
+            },
             Control::Relay {
                 origin: 3,
                 dest: 0,
@@ -1456,6 +1493,10 @@ mod tests {
                     Control::ReceptionReport {
                         session: 3,
                         report: vec![9; 40],
+                    },
+                    Control::RetransmissionRequest {
+                        session: 3,
+                        request: vec![8; 20],
                     },
                     Control::Bye,
                 ],
