@@ -375,6 +375,61 @@ pub const MAX_DELIVERED_STREAMS: usize = 1024;
 /// the session's streams.
 type Nacks = (FlowId, u32, Vec<(u32, Vec<rtcp::NackEntry>)>);
 
+/// Add `item`, from the receiving application `app` (by its SSRC) about
+/// session `flow`, to that session's and application's group among
+/// `groups[first..]` (one datagram's), or to a new one.
+fn group<T>(
+    groups: &mut Vec<(FlowId, u32, Vec<T>)>,
+    first: usize,
+    flow: FlowId,
+    app: u32,
+    item: T,
+) {
+    match groups[first..]
+        .iter_mut()
+        .find(|g| g.0 == flow && g.1 == app)
+    {
+        Some(g) => g.2.push(item),
+        None => groups.push((flow, app, vec![item])),
+    }
+}
+
+/// What a node may still pass on of each session and receiving
+/// application (by its SSRC): a budget that fills at a rate up to a burst
+/// (a token bucket), kept while the two are heard within
+/// [`STREAM_SILENCE`].
+#[derive(Debug, Default)]
+struct Budgets(Vec<(FlowId, u32, f64, Instant)>);
+
+impl Budgets {
+    /// The budget of `flow` and `app` at `at`: full (`burst`) for a pair
+    /// not heard before, else filled at `rate` a second since it was last
+    /// counted, up to `burst`. Spending it is the caller's.
+    fn at(&mut self, flow: FlowId, app: u32, at: Instant, rate: f64, burst: f64) -> &mut f64 {
+        let i = match self.0.iter().position(|b| b.0 == flow && b.1 == app) {
+            Some(i) => i,
+            None => {
+                self.0.push((flow, app, burst, at));
+                self.0.len() - 1
+            }
+        };
+        let b = &mut self.0[i];
+        let filled = at.duration_since(b.3).as_secs_f64() * rate;
+        (b.2, b.3) = ((b.2 + filled).min(burst), at);
+        &mut b.2
+    }
+
+    /// Forget the pairs not heard within [`STREAM_SILENCE`] of `at`.
+    fn forget_silent(&mut self, at: Instant) {
+        self.0.retain(|b| at.duration_since(b.3) < STREAM_SILENCE);
+    }
+}
+
+/// The counter of what went to the encoder, or of what was held.
+fn sent_or_held<'a>(sent: bool, went: &'a mut u64, held: &'a mut u64) -> &'a mut u64 {
+    if sent { went } else { held }
+}
+
 /// The SSRC a node names itself by in the RTCP it sends an encoder of
 /// `streams` (one at least): any other than theirs.
 fn feedback_ssrc(streams: &[u32]) -> u32 {
@@ -402,13 +457,12 @@ struct Media {
     own_streams: OwnStreams,
     /// When the last keyframe request went to the encoder.
     last_request: Option<Instant>,
-    /// When a reception report last went for each session and receiving
-    /// application (by its SSRC), within [`STREAM_SILENCE`].
-    reported: Vec<(FlowId, u32, Instant)>,
-    /// The budget of retransmission requests of each session and
-    /// receiving application (by its SSRC): requests left, and when it was
-    /// counted; within [`STREAM_SILENCE`].
-    nack_budget: Vec<(FlowId, u32, f64, Instant)>,
+    /// The reception reports each session and receiving application may
+    /// still pass on (one per [`RECEPTION_REPORT_GAP`]).
+    reported: Budgets,
+    /// The retransmission requests each session and receiving application
+    /// may still pass on (see [`RETRANSMISSION_REQUEST_RATE`]).
+    nack_budget: Budgets,
     rate_feedback: bool,
     /// The rate offered to the application's own flow, bits/s.
     offered_bps: Option<u64>,
@@ -694,8 +748,8 @@ impl<E: Endpoint> Node<E> {
             streams: Delivered::default(),
             own_streams: OwnStreams::default(),
             last_request: None,
-            reported: Vec::new(),
-            nack_budget: Vec::new(),
+            reported: Budgets::default(),
+            nack_budget: Budgets::default(),
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
             rate_told: None,
@@ -875,13 +929,7 @@ impl<E: Endpoint> Node<E> {
                     self.counters.reception_blocks_dropped += 1;
                     continue;
                 };
-                match reports[first..]
-                    .iter_mut()
-                    .find(|r| r.0 == flow && r.1 == reporter)
-                {
-                    Some(r) => r.2.push(block),
-                    None => reports.push((flow, reporter, vec![block])),
-                }
+                group(&mut reports, first, flow, reporter, block);
             }
             let first = requests.len();
             for (asker, stream, entries) in rtcp::generic_nacks(&buf[..n]) {
@@ -889,13 +937,7 @@ impl<E: Endpoint> Node<E> {
                     self.counters.nack_entries_dropped += entries.len() as u64;
                     continue;
                 };
-                match requests[first..]
-                    .iter_mut()
-                    .find(|r| r.0 == flow && r.1 == asker)
-                {
-                    Some(r) => r.2.push((stream, entries)),
-                    None => requests.push((flow, asker, vec![(stream, entries)])),
-                }
+                group(&mut requests, first, flow, asker, (stream, entries));
             }
         }
         self.pass_reception_reports(reports);
@@ -910,28 +952,13 @@ impl<E: Endpoint> Node<E> {
             return;
         };
         let at = Instant::now();
-        media
-            .nack_budget
-            .retain(|b| at.duration_since(b.3) < STREAM_SILENCE);
+        media.nack_budget.forget_silent(at);
         let now = protocol_time(self.origin + self.start.elapsed());
         for (flow, asker, nacks) in requests {
             let entries: usize = nacks.iter().map(|n| n.1.len()).sum();
-            let i = match media
-                .nack_budget
-                .iter()
-                .position(|b| b.0 == flow && b.1 == asker)
-            {
-                Some(i) => i,
-                None => {
-                    let full = RETRANSMISSION_REQUEST_BURST;
-                    media.nack_budget.push((flow, asker, full, at));
-                    media.nack_budget.len() - 1
-                }
-            };
-            let b = &mut media.nack_budget[i];
-            let filled = at.duration_since(b.3).as_secs_f64() * RETRANSMISSION_REQUEST_RATE;
-            (b.2, b.3) = ((b.2 + filled).min(RETRANSMISSION_REQUEST_BURST), at);
-            if b.2 < 1.0 {
+            let (rate, burst) = (RETRANSMISSION_REQUEST_RATE, RETRANSMISSION_REQUEST_BURST);
+            let left = media.nack_budget.at(flow, asker, at, rate, burst);
+            if *left < 1.0 {
                 self.counters.nack_entries_dropped += entries as u64;
                 continue;
             }
@@ -944,7 +971,7 @@ impl<E: Endpoint> Node<E> {
                     .handle_retransmission_request(now, flow, &request)
             {
                 self.counters.retransmission_requests += 1;
-                b.2 -= 1.0;
+                *left -= 1.0;
             } else {
                 self.counters.nack_entries_dropped += (entries - left_out) as u64;
             }
@@ -959,16 +986,13 @@ impl<E: Endpoint> Node<E> {
             return;
         };
         let at = Instant::now();
-        media
-            .reported
-            .retain(|r| at.duration_since(r.2) < STREAM_SILENCE);
+        media.reported.forget_silent(at);
         let now = protocol_time(self.origin + self.start.elapsed());
+        // One report a gap: a budget that fills at one a gap, one at most.
+        let rate = 1.0 / RECEPTION_REPORT_GAP.as_secs_f64();
         for (flow, reporter, blocks) in reports {
-            let last = media
-                .reported
-                .iter()
-                .position(|r| r.0 == flow && r.1 == reporter);
-            if last.is_some_and(|i| at.duration_since(media.reported[i].2) < RECEPTION_REPORT_GAP) {
+            let left = media.reported.at(flow, reporter, at, rate, 1.0);
+            if *left < 1.0 {
                 self.counters.reception_blocks_dropped += blocks.len() as u64;
                 continue;
             }
@@ -977,10 +1001,7 @@ impl<E: Endpoint> Node<E> {
             let report = rtcp::receiver_report(reporter, &blocks[..kept]);
             if kept > 0 && self.endpoint.handle_reception_report(now, flow, &report) {
                 self.counters.reception_reports += 1;
-                match last {
-                    Some(i) => media.reported[i].2 = at,
-                    None => media.reported.push((flow, reporter, at)),
-                }
+                *left -= 1.0;
             } else {
                 self.counters.reception_blocks_dropped += kept as u64;
             }
@@ -1133,18 +1154,20 @@ impl<E: Endpoint> Node<E> {
                     Event::ReceptionReported { ref report, .. } => {
                         let sent = self.tell_encoder_rtcp(report);
                         let c = &mut self.counters;
-                        match sent {
-                            true => c.encoder_reception_reports += 1,
-                            false => c.encoder_reception_reports_held += 1,
-                        }
+                        *sent_or_held(
+                            sent,
+                            &mut c.encoder_reception_reports,
+                            &mut c.encoder_reception_reports_held,
+                        ) += 1;
                     }
                     Event::RetransmissionRequested { ref request, .. } => {
                         let sent = self.tell_encoder_rtcp(request);
                         let c = &mut self.counters;
-                        match sent {
-                            true => c.encoder_retransmission_requests += 1,
-                            false => c.encoder_retransmission_requests_held += 1,
-                        }
+                        *sent_or_held(
+                            sent,
+                            &mut c.encoder_retransmission_requests,
+                            &mut c.encoder_retransmission_requests_held,
+                        ) += 1;
                     }
                     Event::RateOffered { rate, .. } => {
                         if let Some(m) = self.media.as_mut() {

@@ -3027,6 +3027,19 @@ impl CelerityPeer {
         true
     }
 
+    /// Where a receiver's message about `session` from neighbour `u` is for
+    /// this peer's application: this peer's own session, where an
+    /// application sends it; then the session's flow and the receiver's
+    /// node, for the event that hands it over.
+    fn for_own_application(
+        &self,
+        session: u8,
+        u: usize,
+    ) -> Option<(FlowId, meshcast_core::NodeId)> {
+        (usize::from(session) == self.me && self.app.is_some())
+            .then(|| (self.cfg.flows[self.me], self.cfg.participants[u].node))
+    }
+
     /// The member whose session `flow` is, where this peer receives it and
     /// can tell its source something now: `None` for this peer's own flow,
     /// a flow that is no session of the conference, a source that is not
@@ -3054,19 +3067,34 @@ impl CelerityPeer {
     /// conference, a source that is not present, an empty report or one
     /// of more than [`wire::MAX_RECEPTION_REPORT`] bytes.
     pub fn report_reception(&mut self, now: Time, flow: FlowId, report: &[u8]) -> bool {
+        let wait = self.ride_waits().report;
+        let message = |session, report| Control::ReceptionReport { session, report };
+        let sent =
+            self.carry_to_source(now, flow, report, wire::MAX_RECEPTION_REPORT, message, wait);
+        self.counters.reception_reports_sent += u64::from(sent);
+        sent
+    }
+
+    /// Queue `message` (`rtcp`, an application's RTCP for the source of
+    /// `flow`, carried as it is) for that source within `wait`; false
+    /// (nothing sent) where [`CelerityPeer::received_source`] finds no
+    /// source to tell, or `rtcp` is empty or longer than `most`.
+    fn carry_to_source(
+        &mut self,
+        now: Time,
+        flow: FlowId,
+        rtcp: &[u8],
+        most: usize,
+        message: fn(u8, Vec<u8>) -> Control,
+        wait: Duration,
+    ) -> bool {
         let Some(m) = self.received_source(flow) else {
             return false;
         };
-        if !(1..=wire::MAX_RECEPTION_REPORT).contains(&report.len()) {
+        if !(1..=most).contains(&rtcp.len()) {
             return false;
         }
-        let c = Control::ReceptionReport {
-            session: m as u8,
-            report: report.to_vec(),
-        };
-        let wait = self.ride_waits().report;
-        self.queue_control(m, now, &c, wait);
-        self.counters.reception_reports_sent += 1;
+        self.queue_control(m, now, &message(m as u8, rtcp.to_vec()), wait);
         true
     }
 
@@ -3089,19 +3117,11 @@ impl CelerityPeer {
     /// source that is not present, an empty request or one of more than
     /// [`wire::MAX_RETRANSMISSION_REQUEST`] bytes.
     pub fn request_retransmission(&mut self, now: Time, flow: FlowId, request: &[u8]) -> bool {
-        let Some(m) = self.received_source(flow) else {
-            return false;
-        };
-        if !(1..=wire::MAX_RETRANSMISSION_REQUEST).contains(&request.len()) {
-            return false;
-        }
-        let c = Control::RetransmissionRequest {
-            session: m as u8,
-            request: request.to_vec(),
-        };
-        self.queue_control(m, now, &c, Duration::ZERO);
-        self.counters.retransmission_requests_sent += 1;
-        true
+        let most = wire::MAX_RETRANSMISSION_REQUEST;
+        let message = |session, request| Control::RetransmissionRequest { session, request };
+        let sent = self.carry_to_source(now, flow, request, most, message, Duration::ZERO);
+        self.counters.retransmission_requests_sent += u64::from(sent);
+        sent
     }
 
     /// How late this peer's application follows the rate it is offered
@@ -5726,38 +5746,31 @@ impl CelerityPeer {
                     }
                 }
             }
+            // Only for this peer's own session, from one of its receivers
+            // (`u`), and only where an application sends it.
             Control::ReceptionReport { session, report } => {
-                // As a keyframe request: only for this peer's own session,
-                // from one of its receivers, where an application sends it.
-                if usize::from(session) == self.me && self.app.is_some() {
+                if let Some((flow, from)) = self.for_own_application(session, u) {
                     self.counters.reception_reports_received += 1;
-                    self.events.push_back(Event::ReceptionReported {
-                        flow: self.cfg.flows[self.me],
-                        from: self.cfg.participants[u].node,
-                        report,
-                    });
+                    let e = Event::ReceptionReported { flow, from, report };
+                    self.events.push_back(e);
                 }
             }
             Control::RetransmissionRequest { session, request } => {
-                // As a reception report.
-                if usize::from(session) == self.me && self.app.is_some() {
+                if let Some((flow, from)) = self.for_own_application(session, u) {
                     self.counters.retransmission_requests_received += 1;
-                    self.events.push_back(Event::RetransmissionRequested {
-                        flow: self.cfg.flows[self.me],
-                        from: self.cfg.participants[u].node,
+                    let e = Event::RetransmissionRequested {
+                        flow,
+                        from,
                         request,
-                    });
+                    };
+                    self.events.push_back(e);
                 }
             }
             Control::KeyframeRequest { session } => {
-                // Only for this peer's own session, from one of its
-                // receivers, and only where an application sends it.
-                if usize::from(session) == self.me && self.app.is_some() {
+                if let Some((flow, from)) = self.for_own_application(session, u) {
                     self.counters.keyframe_requests_received += 1;
-                    self.events.push_back(Event::KeyframeRequested {
-                        flow: self.cfg.flows[self.me],
-                        from: self.cfg.participants[u].node,
-                    });
+                    self.events
+                        .push_back(Event::KeyframeRequested { flow, from });
                 }
             }
             Control::Relay {
