@@ -20,7 +20,9 @@
 //! that test needs GStreamer (`gst-launch-1.0` with rtpbin, x264enc and
 //! the H.264 payloaders) and ffprobe, and is skipped without them unless
 //! `MESHCAST_REQUIRE_GSTREAMER` is set (CI sets it and installs them).
-//! So does an H.264 encoder that follows the rate A offers
+//! So do a receiver's requests for lost packets, which the sender's
+//! `rtprtxqueue` sends again (`a_receivers_nacks_bring_lost_packets_again`),
+//! and an H.264 encoder that follows the rate A offers
 //! (`an_encoder_that_follows_the_offered_rate_gets_its_pictures_through`,
 //! `tools/gst_follow_rate.py`), which also needs Python's GStreamer
 //! bindings.
