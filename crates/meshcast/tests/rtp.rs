@@ -1244,8 +1244,11 @@ fn a_late_receivers_keyframe_request_reaches_the_encoder() {
 
 /// What a receiver of a lossy sender got in [`lossy_sender`].
 struct NackRun {
-    /// Frames the receiver's stream decodes to.
+    /// Frames the receiver's stream decodes to (damaged ones too: the
+    /// decoder conceals what is missing), and the bytes of H.264 it
+    /// depayloaded (what its packets carried).
     frames: usize,
+    bytes: u64,
     /// Retransmission requests the sender's `rtprtxqueue` took, and the
     /// packets it sent again for them (its debug log's "request" and
     /// "found" lines).
@@ -1283,12 +1286,14 @@ fn lossy_sender(ask_encoder: bool) -> NackRun {
     let (requests, resent) = (said("> request "), said("> found "));
     let [sa, sb] = ended_well(d, [("A", node_a), ("B", node_b)]);
     let (frames, _) = h264_frames(&recv);
+    let bytes = std::fs::metadata(&recv).map_or(0, |m| m.len());
     eprintln!(
-        "asking the encoder {ask_encoder}: decoded {frames} frames; the sender took {requests} requests and sent {resent} packets again; A: {} {}; B: {} {}",
+        "asking the encoder {ask_encoder}: decoded {frames} frames of {bytes} bytes; the sender took {requests} requests and sent {resent} packets again; A: {} {}; B: {} {}",
         sa["net"], sa["peer"], sb["net"], sb["peer"]
     );
     NackRun {
         frames,
+        bytes,
         requests,
         resent,
         a: sa,
@@ -1319,11 +1324,17 @@ fn a_receivers_nacks_bring_lost_packets_again() {
     );
     assert!(r.requests >= 1, "the sender took no request");
     assert!(r.resent >= 1, "the sender sent nothing again");
-    assert!(r.frames >= 1, "decoded nothing");
-    let r = lossy_sender(false);
-    assert!(r.a["peer"]["retransmission_requests_received"].as_u64() >= Some(1));
-    assert_eq!(r.a["net"]["encoder_retransmission_requests"], 0);
-    assert_eq!(r.requests, 0);
+    assert!(r.frames >= 1 && r.bytes > 0, "decoded nothing");
+    let without = lossy_sender(false);
+    assert!(without.a["peer"]["retransmission_requests_received"].as_u64() >= Some(1));
+    assert_eq!(without.a["net"]["encoder_retransmission_requests"], 0);
+    assert_eq!(without.requests, 0);
+    // What the packets sent again brought: not asserted, as each run's
+    // length and losses are its own (docs/node.md gives figures).
+    eprintln!(
+        "depayloaded {} bytes with the requests carried, {} without",
+        r.bytes, without.bytes
+    );
 }
 
 /// A Python whose GStreamer bindings load (Debian's `python3-gi` and
