@@ -1249,9 +1249,9 @@ struct NackRun {
     /// depayloaded (what its packets carried).
     frames: usize,
     bytes: u64,
-    /// Retransmission requests the sender's `rtprtxqueue` took, and the
-    /// packets it sent again for them (its debug log's "request" and
-    /// "found" lines).
+    /// Packets the sender's `rtprtxqueue` was asked for again (one
+    /// request each, however many a receiver's NACK named), and those it
+    /// had and sent again (its debug log's "request" and "found" lines).
     requests: usize,
     resent: usize,
     a: Value,
@@ -1288,7 +1288,7 @@ fn lossy_sender(ask_encoder: bool) -> NackRun {
     let (frames, _) = h264_frames(&recv);
     let bytes = std::fs::metadata(&recv).map_or(0, |m| m.len());
     eprintln!(
-        "asking the encoder {ask_encoder}: decoded {frames} frames of {bytes} bytes; the sender took {requests} requests and sent {resent} packets again; A: {} {}; B: {} {}",
+        "asking the encoder {ask_encoder}: decoded {frames} frames of {bytes} bytes; the sender was asked for {requests} packets again and sent {resent}; A: {} {}; B: {} {}",
         sa["net"], sa["peer"], sb["net"], sb["peer"]
     );
     NackRun {
