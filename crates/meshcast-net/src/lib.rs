@@ -425,11 +425,6 @@ impl Budgets {
     }
 }
 
-/// The counter of what went to the encoder, or of what was held.
-fn sent_or_held<'a>(sent: bool, went: &'a mut u64, held: &'a mut u64) -> &'a mut u64 {
-    if sent { went } else { held }
-}
-
 /// The SSRC a node names itself by in the RTCP it sends an encoder of
 /// `streams` (one at least): any other than theirs.
 fn feedback_ssrc(streams: &[u32]) -> u32 {
@@ -1009,12 +1004,20 @@ impl<E: Endpoint> Node<E> {
     }
 
     /// Send the encoder a receiver's RTCP as it came (a reception report
-    /// or a retransmission request); whether it went.
-    fn tell_encoder_rtcp(&self, rtcp: &[u8]) -> bool {
-        self.media.as_ref().is_some_and(|m| {
+    /// or a retransmission request), counting it in the pair of counters
+    /// `count` picks: sent, or held (no encoder RTCP address, or refused
+    /// by the kernel).
+    fn tell_encoder_rtcp(
+        &mut self,
+        rtcp: &[u8],
+        count: fn(&mut NetCounters) -> (&mut u64, &mut u64),
+    ) {
+        let sent = self.media.as_ref().is_some_and(|m| {
             m.encoder_feedback
                 .is_some_and(|to| m.output.try_send_to(rtcp, to).is_ok())
-        })
+        });
+        let (went, held) = count(&mut self.counters);
+        *if sent { went } else { held } += 1;
     }
 
     /// Send the encoder the rate offered to its flow (a REMB) when it moved
@@ -1152,22 +1155,16 @@ impl<E: Endpoint> Node<E> {
                 match e {
                     Event::KeyframeRequested { .. } => self.ask_encoder(),
                     Event::ReceptionReported { ref report, .. } => {
-                        let sent = self.tell_encoder_rtcp(report);
-                        let c = &mut self.counters;
-                        *sent_or_held(
-                            sent,
-                            &mut c.encoder_reception_reports,
-                            &mut c.encoder_reception_reports_held,
-                        ) += 1;
+                        self.tell_encoder_rtcp(report, |c| {
+                            let n = &mut c.encoder_reception_reports;
+                            (n, &mut c.encoder_reception_reports_held)
+                        });
                     }
                     Event::RetransmissionRequested { ref request, .. } => {
-                        let sent = self.tell_encoder_rtcp(request);
-                        let c = &mut self.counters;
-                        *sent_or_held(
-                            sent,
-                            &mut c.encoder_retransmission_requests,
-                            &mut c.encoder_retransmission_requests_held,
-                        ) += 1;
+                        self.tell_encoder_rtcp(request, |c| {
+                            let n = &mut c.encoder_retransmission_requests;
+                            (n, &mut c.encoder_retransmission_requests_held)
+                        });
                     }
                     Event::RateOffered { rate, .. } => {
                         if let Some(m) = self.media.as_mut() {

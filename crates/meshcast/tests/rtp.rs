@@ -82,7 +82,7 @@ fn have_ffmpeg() -> bool {
     )
 }
 
-/// The GStreamer elements the keyframe request test's pipelines use.
+/// The GStreamer elements the GStreamer tests' pipelines use.
 const GST_ELEMENTS: [&str; 9] = [
     "rtpbin",
     "rtprtxqueue",
