@@ -151,6 +151,7 @@ pub(crate) struct RawConference {
     source_slack: Option<bool>,
     source_excess: Option<bool>,
     rival_share: Option<bool>,
+    floor_share_lift: Option<bool>,
     burst: Option<Spanned<f64>>,
     bundle: Option<bool>,
     bundle_wait_ms: Option<Spanned<f64>>,
@@ -413,6 +414,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.rival_share {
         params.rival_share = r;
+    }
+    if let Some(l) = raw.floor_share_lift {
+        params.floor_share_lift = l;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

@@ -395,6 +395,35 @@ pub struct CelerityParams {
     /// "The floor's cut share"). Only where the gain floor acts: the
     /// dumbbell's scenarios are unchanged.
     pub floor_share: f64,
+    /// The floor's lift (with [`floor_share`](Self::floor_share) under 1):
+    /// where two or more sessions under the gain floor cross a link in at
+    /// least `floor_share` of the intervals, each of them gains there, where
+    /// its cut crosses the link, its own `U′` plus the floor's excess over
+    /// it divided by its cut share, not the whole floor divided by the
+    /// share. A session alone under the floor keeps the whole floor divided.
+    ///
+    /// A session whose receivers' cuts alternate crosses each of them in a
+    /// share of the intervals, and that is how rule (10) splits its `U′`
+    /// among the receivers that hold it back, as the optimum splits a
+    /// session's multiplier among its tight cuts. The floor stands for the
+    /// least price a delay resolves, not for utility, so only its lift
+    /// needs counting whole on every link of the cut. Dividing the whole
+    /// floor let a session held back at two receivers behind different
+    /// bottlenecks push with the floor at both, as if it had two
+    /// utilities: on a held-out underlay (seed 1660,
+    /// `scenarios/celerity/random-split.toml`) the two members behind R1,
+    /// each crossing the links into R0 and those into R2, got 1.15 of their
+    /// coded optimum and the members at R0 and R2, each crossing one of
+    /// them, 0.72 and 0.81; with the rule 1.00, 0.91 and 0.93. A lone fast
+    /// session, whose alternating cut lies on one bottleneck that it alone
+    /// is held back by, needs the whole floor there ("The floor's cut
+    /// share"): the lift for every session under the floor cost
+    /// `random-lone.toml`'s lone P3 0.895 → 0.828 (0.76–0.83 over nine
+    /// neighbouring points, 0.86–0.90 before), so a session alone under
+    /// the floor keeps it (0.882; 0.80–0.90 over the nine, where another
+    /// session sometimes dips under the floor beside it). Default `true`
+    /// (docs/celerity.md, "The floor's lift").
+    pub floor_share_lift: bool,
     /// The heads' policing slack, in [0, 1]: a head lets a session's data
     /// through a link at up to `1 + police_slack` times the session's rate
     /// on it (its bucket refills that much faster), and drops what exceeds
@@ -1536,6 +1565,7 @@ impl Default for CelerityParams {
             standing_ratio: 0.5,
             gain_floor: 2.5,
             floor_share: 0.25,
+            floor_share_lift: true,
             police_slack: 0.1,
             trace_control: false,
             control_interval: Duration::from_millis(200),
@@ -2033,6 +2063,32 @@ const REPORT_FRESH: Duration = Duration::from_secs(7);
 /// Whether `now` differs from `before` by more than [`MOVED`].
 fn moved(now: f64, before: f64) -> bool {
     (now - before).abs() > MOVED * before.max(1.0)
+}
+
+/// The floor's lift (see [`CelerityParams::floor_share_lift`]): where two
+/// or more sessions under the floor (`uprime[m]`, their own weighed `U′`,
+/// between 0 and `floor`) cross the link in at least `least` of the
+/// intervals (their `share`), each one `floored` marks (its cut crosses the
+/// link now) gains its own `U′` plus the floor's excess over it divided by
+/// its share (taken as at least `least`), at most `most`, instead of the
+/// whole floor divided by its share. A session alone under the floor keeps
+/// its gain.
+fn lift_floor(
+    terms: &mut [(f64, f64)],
+    uprime: &[f64],
+    floored: &[bool],
+    share: &[f64],
+    floor: f64,
+    least: f64,
+    most: f64,
+) {
+    let under = |m: usize| uprime[m] > 0.0 && uprime[m] < floor && share[m] >= least;
+    if (0..floored.len()).filter(|&m| under(m)).count() < 2 {
+        return;
+    }
+    for m in (0..floored.len()).filter(|&m| floored[m]) {
+        terms[m].0 = (uprime[m] + (floor - uprime[m]) / share[m].max(least)).min(most);
+    }
 }
 
 /// The floor's order (see [`CelerityParams::gain_floor`]): the sessions
@@ -3858,6 +3914,18 @@ impl CelerityPeer {
                 let u0 = beta / (c0 + delta) / level;
                 (if u == m { u0 } else { 0.0 }, u0)
             };
+        }
+        if self.cfg.params.floor_share_lift {
+            let most = FLOOR_SHARE_BUDGET * budget;
+            lift_floor(
+                &mut terms,
+                &own_uprime,
+                &floored,
+                &inc.cut_share,
+                floor,
+                floor_share,
+                most,
+            );
         }
         let rivals = self.cfg.params.floor_rivals.then_some(&inc.cut_share[..]);
         let lift = self.cfg.params.rival_share.then_some(floor_share);

@@ -3528,6 +3528,45 @@ fn the_floor_counts_how_often_a_sessions_cut_crosses_the_link() {
     }
 }
 
+/// The floor's lift (`CelerityParams::floor_share_lift`): where two
+/// sessions under the gain floor (35.6 ms here, as above) cross the link, one
+/// whose cut crosses it in one interval of three gains there its own `U′`
+/// plus the floor's excess over it divided by its share, so that its own
+/// `U′` is split among its receivers' cuts as rule (10) splits it and only
+/// the floor's lift counts whole on every link of the cut. At 30 ms of
+/// `U′` that is about 47 ms where the cut crosses, 16 on average, and
+/// against a standing 20-ms queue its rate falls; with the whole floor
+/// divided by the share (the rule off) it was the share's cap, 71 ms, 24 on
+/// average, and the rate rose. A session alone under the floor (the other
+/// at 50 ms, above it) keeps the whole floor divided by its share.
+#[test]
+fn the_floor_share_divides_only_the_floors_lift_among_floored_sessions() {
+    let mut c = queue_priced_cfg();
+    c.params.floor_share_lift = false;
+    let mut on = c.clone();
+    on.params.floor_share_lift = true;
+    // Session 2's rate on link 1 → 0 after thirty cycles of three
+    // intervals against a 20-ms queue, its cut crossing the link in the
+    // first of each; session 1's (`U′` of `other`) crosses it in all.
+    let run = |c: &CelerityConfig, other: f64| {
+        let mut peer = floor_peer(c, 0.030, 0.002);
+        peer.sessions[1] = known_session(other, 0b110, 0b110);
+        peer.incoming[1].rates[1] = 100.0;
+        for i in 0..90 {
+            peer.sessions[2].recv_side = if i % 3 == 0 { 0b110 } else { 0b111 };
+            measured(&mut peer.incoming[1], 0.020, true);
+            peer.update_rates(1, settled());
+        }
+        assert_eq!(peer.incoming[1].cut_share[1], 1.0);
+        peer.incoming[1].rates[2]
+    };
+    let (lift, whole) = (run(&on, 0.030), run(&c, 0.030));
+    assert!(lift < 100.0 && whole > 100.0, "{lift} {whole}");
+    let alone = run(&on, 0.050);
+    assert!(alone > 100.0, "{alone}");
+    assert_eq!(alone, run(&c, 0.050));
+}
+
 /// A packet over the link from member 1 to `p`, sent at `sent` with a
 /// hop sequence number from `seq`: it takes `delay_ms` (propagation and
 /// any queue) plus, for a data packet, 20 ms of serialisation per 1400
