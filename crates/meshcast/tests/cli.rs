@@ -106,6 +106,12 @@ fn of_optimum(w: &Value) -> f64 {
     num(&w["recv_kbps_min"]) / num(&w["optimum_kbps"])
 }
 
+/// `session`'s lowest receiver against its coded optimum in its window
+/// from `from` s.
+fn fraction_from(s: &Value, session: &str, from: u64) -> f64 {
+    of_optimum(window(flow(s, session), from))
+}
+
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -2801,7 +2807,7 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
         "celerity/random-lone.toml",
         &["conference.floor_share=1", "conference.size_target_ms=0"],
     );
-    let p3 = of_optimum(window(flow(&off, "P3"), 100));
+    let p3 = fraction_from(&off, "P3", 100);
     assert!(p3 < 0.7, "the floor alone: P3 at {p3} of its optimum");
     expect_bad_values(
         "celerity/random-lone.toml",
@@ -2829,18 +2835,15 @@ fn celerity_a_session_held_at_two_cuts_gets_only_its_share() {
     let file = "celerity/random-split.toml";
     let on = scenario_with_sets(dir.path(), file, &["conference.floor_share_lift=true"]);
     let (worst, loss) = worst_of(&on, &["P0", "P1", "P2", "P3"], 100, of_optimum);
-    let (p0, p1) = (
-        of_optimum(window(flow(&on, "P0"), 100)),
-        of_optimum(window(flow(&on, "P1"), 100)),
-    );
+    let (p0, p1) = (fraction_from(&on, "P0", 100), fraction_from(&on, "P1", 100));
     assert!(
         worst >= 0.88 && loss <= 0.01 && p0 < 1.06 && p1 < 1.06,
         "the lift: worst {worst} (loss {loss}), P0 {p0}, P1 {p1}"
     );
     let off = scenario_with_sets(dir.path(), file, &["conference.floor_share_lift=false"]);
     let (p0, p2) = (
-        of_optimum(window(flow(&off, "P0"), 100)),
-        of_optimum(window(flow(&off, "P2"), 100)),
+        fraction_from(&off, "P0", 100),
+        fraction_from(&off, "P2", 100),
     );
     assert!(p0 > 1.1 && p2 < 0.78, "the whole floor: P0 {p0}, P2 {p2}");
     expect_bad_values(

@@ -3646,6 +3646,9 @@ impl CelerityPeer {
             0.0
         };
         let floor_share = self.cfg.params.floor_share;
+        // The most a session under the floor gains over its cut share (see
+        // `CelerityParams::floor_share`).
+        let share_cap = FLOOR_SHARE_BUDGET * budget;
         // The drift (see `CelerityParams::drift_gain`): within the climb, on
         // Celerity's own trees.
         let drift_gain = if climbs {
@@ -3903,7 +3906,7 @@ impl CelerityPeer {
                 own_uprime[m] = weighed;
                 // Both terms are at least the floor, which is then `uprime`.
                 let gain = if weighed < floor {
-                    (floor / share.max(floor_share)).min(FLOOR_SHARE_BUDGET * budget)
+                    (floor / share.max(floor_share)).min(share_cap)
                 } else {
                     uprime
                 };
@@ -3916,15 +3919,15 @@ impl CelerityPeer {
             };
         }
         if self.cfg.params.floor_share_lift {
-            let most = FLOOR_SHARE_BUDGET * budget;
+            let share = &inc.cut_share;
             lift_floor(
                 &mut terms,
                 &own_uprime,
                 &floored,
-                &inc.cut_share,
+                share,
                 floor,
                 floor_share,
-                most,
+                share_cap,
             );
         }
         let rivals = self.cfg.params.floor_rivals.then_some(&inc.cut_share[..]);
