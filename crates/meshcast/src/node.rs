@@ -766,6 +766,10 @@ pub struct PeerSummary {
     pub retransmission_requests_sent: u64,
     /// Retransmission requests receivers sent this node's session.
     pub retransmission_requests_received: u64,
+    /// Retransmission requests this node's applications sent that waited
+    /// past their life for a datagram to leave in, dropped (docs/node.md,
+    /// "Retransmission requests").
+    pub retransmission_requests_expired: u64,
     /// Times a link into this node re-learnt its data packets' base delay
     /// after an overload (docs/celerity.md, "An overload that has
     /// drained").
@@ -842,6 +846,7 @@ impl PeerSummary {
             reception_reports_received: c.reception_reports_received,
             retransmission_requests_sent: c.retransmission_requests_sent,
             retransmission_requests_received: c.retransmission_requests_received,
+            retransmission_requests_expired: c.retransmission_requests_expired,
             rebases: c.rebases,
             drained_overloads: c.drained_overloads,
             climb_falls: c.climb_falls,

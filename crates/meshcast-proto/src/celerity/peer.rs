@@ -988,7 +988,9 @@ pub struct CelerityParams {
     /// riding on data if some comes meanwhile and leaving in one datagram
     /// with whatever else waits for the same neighbour. Messages that must
     /// not wait (greetings, goodbyes, keyframe requests) leave at once
-    /// whatever the budget. 0 turns it off; paths whose serialisation is
+    /// whatever the budget; a retransmission request waits at most half
+    /// the delay bound, and is dropped if nothing takes it by then
+    /// ([`CelerityPeer::request_retransmission`]). 0 turns it off; paths whose serialisation is
     /// not measured (the baselines' trees, which do not size their
     /// packets, and any path before its first measure) are never held.
     ///
@@ -1693,6 +1695,11 @@ pub struct PeerCounters {
     /// Retransmission requests that reached this peer's session from its
     /// receivers ([`Event::RetransmissionRequested`]).
     pub retransmission_requests_received: u64,
+    /// Retransmission requests this peer's application sent that the
+    /// budget for control sent alone held past their life, and that no
+    /// datagram took meanwhile: dropped, not sent late (see
+    /// [`CelerityPeer::request_retransmission`]).
+    pub retransmission_requests_expired: u64,
     /// Times a link into this peer raised its data packets' base delay
     /// after an overload ([`CelerityParams::rebase`]).
     pub rebases: u64,
@@ -1988,6 +1995,17 @@ fn urgent(c: &Control) -> bool {
     match c {
         Control::Hello | Control::Bye | Control::KeyframeRequest { .. } => true,
         Control::Relay { inner, .. } => inner.iter().any(urgent),
+        _ => false,
+    }
+}
+
+/// Whether a control message is a retransmission request (or a relay of
+/// nothing else), which the budget for control sent alone may hold only
+/// within its life (see [`CelerityPeer::request_retransmission`]).
+fn expires(c: &Control) -> bool {
+    match c {
+        Control::RetransmissionRequest { .. } => true,
+        Control::Relay { inner, .. } => !inner.is_empty() && inner.iter().all(expires),
         _ => false,
     }
 }
@@ -2415,6 +2433,12 @@ struct Outgoing {
     reported_at: [Option<Time>; MAX_PARTICIPANTS],
     pending: Vec<u8>,
     pending_deadline: Option<Time>,
+    /// Retransmission requests (or relays of them) that the budget for
+    /// control sent alone would hold past their life: when each stops
+    /// being worth sending, and its message (TLV bytes). They wait beside
+    /// `pending` for a datagram to the tail to take them and are dropped
+    /// at that time (see [`CelerityPeer::request_retransmission`]).
+    held_requests: Vec<(Time, Vec<u8>)>,
     /// The budget for control datagrams sent alone to the link's tail
     /// ([`CelerityParams::lone_share`]): bytes (negative after a datagram
     /// larger than what was left) as of the last one, and when that was.
@@ -2967,6 +2991,7 @@ impl CelerityPeer {
             reported_at: [None; MAX_PARTICIPANTS],
             pending: Vec::new(),
             pending_deadline: None,
+            held_requests: Vec::new(),
             lone: None,
             loss: 0.0,
             per_byte: None,
@@ -3166,8 +3191,16 @@ impl CelerityPeer {
     /// relay while it is down), riding on a data packet if one leaves
     /// first; unlike a keyframe request it is held to the budget of
     /// control sent alone ([`CelerityParams::lone_share`]), since a lossy
-    /// stretch may bring many of them over a thin link. None supersedes
-    /// another. How often to ask is the application's choice. False
+    /// stretch may bring many of them over a thin link. It is held only
+    /// within its life, half the delay bound (100 ms by default): a packet
+    /// sent again crosses the overlay once more, so a request that left
+    /// later would bring it too late for a receiver that plays within
+    /// about the bound, and spend the thin path's rate on it. A request
+    /// the budget would hold longer waits for a datagram to the link's
+    /// tail (a data packet with room for it, or control that leaves
+    /// alone) until its life ends, and is then dropped
+    /// ([`PeerCounters::retransmission_requests_expired`]). None
+    /// supersedes another. How often to ask is the application's choice. False
     /// (nothing sent) as [`CelerityPeer::report_reception`]: for this
     /// peer's own flow, a flow that is no session of the conference, a
     /// source that is not present, an empty request or one of more than
@@ -3341,6 +3374,7 @@ impl CelerityPeer {
             self.outgoing[u].rtt_min = BaseDelay::default();
             self.outgoing[u].pending.clear();
             self.outgoing[u].pending_deadline = None;
+            self.outgoing[u].held_requests.clear();
             // Its link sequence numbers start again, and so does recovery
             // on the links with it.
             self.outgoing[u].loss = 0.0;
@@ -3459,16 +3493,34 @@ impl CelerityPeer {
 
     /// Queue a control message for neighbour `v`, to ride on the next data
     /// packet to `v` or leave on its own within `wait`.
+    /// A retransmission request that the budget would hold past its life
+    /// waits beside the pending control instead, until a datagram takes it
+    /// or its life ends.
     fn queue_direct(&mut self, v: usize, now: Time, c: &Control, wait: Duration) {
-        let due = if urgent(c) {
-            now
+        let hold = if urgent(c) {
+            Duration::ZERO
         } else {
-            now + wait.max(self.lone_hold(v, now))
+            wait.max(self.lone_hold(v, now))
         };
+        let life = self.request_life();
         let o = &mut self.outgoing[v];
-        wire::queue_superseding(c, &mut o.pending);
-        o.pending_deadline = Some(o.pending_deadline.map_or(due, |d| d.min(due)));
+        if expires(c) && hold > life {
+            let mut message = Vec::new();
+            wire::emit_control(c, &mut message);
+            o.held_requests.push((now + life, message));
+        } else {
+            wire::queue_superseding(c, &mut o.pending);
+            let due = now + hold;
+            o.pending_deadline = Some(o.pending_deadline.map_or(due, |d| d.min(due)));
+        }
         self.arm_flush();
+    }
+
+    /// How long a retransmission request may wait for the budget of
+    /// control sent alone: half the delay bound (see
+    /// [`CelerityPeer::request_retransmission`]).
+    fn request_life(&self) -> Duration {
+        Duration::from_nanos(self.cfg.params.delay_bound.as_nanos() / 2)
     }
 
     /// The rate at which the budget for control sent alone to `v` fills,
@@ -3525,24 +3577,38 @@ impl CelerityPeer {
         let next = self
             .outgoing
             .iter()
-            .filter_map(|o| o.pending_deadline)
+            .flat_map(|o| {
+                o.pending_deadline
+                    .into_iter()
+                    .chain(o.held_requests.first().map(|r| r.0))
+            })
             .min();
         self.set(Timer::Flush, next);
     }
 
     /// Send pending control messages whose deadline passed (all with
-    /// `all`) as control packets.
+    /// `all`) as control packets, with the held retransmission requests;
+    /// drop those held past their life.
     fn flush(&mut self, now: Time, all: bool) {
         for v in 0..self.n {
-            let due = self.outgoing[v]
-                .pending_deadline
-                .is_some_and(|d| all || d <= now);
-            if !due || self.outgoing[v].pending.is_empty() {
+            let o = &mut self.outgoing[v];
+            if !all {
+                let before = o.held_requests.len();
+                o.held_requests.retain(|r| r.0 > now);
+                self.counters.retransmission_requests_expired +=
+                    (before - o.held_requests.len()) as u64;
+            }
+            let due = o.pending_deadline.is_some_and(|d| all || d <= now);
+            if !due || o.pending.is_empty() {
                 continue;
             }
             let link = self.link_header(v, now);
-            let ctl = std::mem::take(&mut self.outgoing[v].pending);
-            self.outgoing[v].pending_deadline = None;
+            let o = &mut self.outgoing[v];
+            let mut ctl = std::mem::take(&mut o.pending);
+            for (_, message) in o.held_requests.drain(..) {
+                ctl.extend_from_slice(&message);
+            }
+            o.pending_deadline = None;
             let bytes = wire::emit_control_packet(link, &ctl);
             self.spend_lone(v, now, bytes.len());
             self.events.push_back(Event::BytesSent {
@@ -5383,10 +5449,20 @@ impl CelerityPeer {
         // datagram of a 1500-byte MTU: the messages that fit go, the
         // others wait for the next data packet or leave on their own.
         let room = PIGGYBACK_BYTES.min(wire::control_room(&header, payload.len(), MAX_DATAGRAM));
-        let ctl = wire::take_fitting(&mut o.pending, room);
+        let mut ctl = wire::take_fitting(&mut o.pending, room);
         if o.pending.is_empty() {
             o.pending_deadline = None;
         }
+        // Held retransmission requests ride too, where they fit.
+        let mut left = room.saturating_sub(ctl.len());
+        o.held_requests.retain(|(_, message)| {
+            let fits = message.len() <= left;
+            if fits {
+                ctl.extend_from_slice(message);
+                left -= message.len();
+            }
+            !fits
+        });
         let link = self.link_header(v, now);
         let hop_seq = link.hop_seq;
         let bytes = wire::emit_data_packet(link, &header, &ctl, payload);
@@ -6267,6 +6343,7 @@ impl Endpoint for CelerityPeer {
         }
         for v in self.others() {
             self.outgoing[v].pending.clear();
+            self.outgoing[v].held_requests.clear();
             self.queue_control(v, now, &Control::Bye, Duration::ZERO);
         }
         self.flush(now, true);

@@ -4391,6 +4391,77 @@ fn a_retransmission_request_reaches_the_sources_application_at_once() {
     assert_eq!(peers[0].counters().reception_reports_received, 0);
 }
 
+/// A retransmission request is held to the budget of control sent alone
+/// only within its life, half the delay bound (100 ms): on a 90-kbit/s
+/// path whose budget (`lone_share` 0.005: 56 bytes a second) is spent, so
+/// that it would wait over a second, a request with nothing to leave in is
+/// dropped at 100 ms, not sent late; one that a data packet to the member
+/// has room for rides on it; one held while other control leaves alone
+/// goes with it. With the budget left it leaves at once, and held less
+/// than its life it waits as other control does.
+#[test]
+fn a_retransmission_request_is_held_only_within_its_life() {
+    let nack: Vec<u8> = vec![0x81, 205, 0, 3, 0, 0, 0, 1, 0, 0, 0, 9, 0, 7, 0, 3];
+    let t0 = Time::from_secs(5);
+    // Member 1's datagrams over 300 ms from t0 (ms, whether the request is
+    // in it), with the budget at `budget` bytes at t0 (None: full), a data
+    // packet at `data` ms and a greeting at `hello` ms; and the requests
+    // expired at 99 and at 100 ms.
+    let run = |budget: Option<f64>, data: Option<u64>, hello: Option<u64>| {
+        let mut c = cfg(3, 0);
+        c.params.lone_share = 0.005;
+        let (mut p, header) = head_of_session_2(c, 1000.0);
+        p.start_window_end = t0;
+        p.quick_until = t0;
+        p.outgoing[1].per_byte = Some(8.0 / 90e3);
+        p.outgoing[1].lone = budget.map(|b| (b, t0));
+        let to_1 = p.cfg.participants[1];
+        let (mut sent, mut expired) = (Vec::new(), Vec::new());
+        for ms in 0..300 {
+            let now = t0 + Duration::from_millis(ms);
+            p.direct[1] = Some(now);
+            if ms == 0 {
+                assert!(p.request_retransmission(now, FlowId(1), &nack));
+            }
+            if data == Some(ms) {
+                p.send_data(now, 1, &header, Vec::new(), &[0u8; 400]);
+            }
+            if hello == Some(ms) {
+                p.queue_control(1, now, &Control::Hello, Duration::ZERO);
+            }
+            p.flush(now, false);
+            while let Some(t) = p.poll_transmit(now) {
+                if t.to == to_1 {
+                    let carries = t.payload.windows(nack.len()).any(|w| w == nack);
+                    sent.push((ms, carries));
+                }
+            }
+            if ms == 99 || ms == 100 {
+                expired.push(p.counters().retransmission_requests_expired);
+            }
+        }
+        (sent, expired)
+    };
+    // Spent: nothing leaves, and the request is gone at 100 ms.
+    assert_eq!(run(Some(0.0), None, None), (vec![], vec![0, 1]));
+    // Spent, but a data packet at 50 ms or a greeting at 30 ms takes it.
+    assert_eq!(
+        run(Some(0.0), Some(50), None),
+        (vec![(50, true)], vec![0, 0])
+    );
+    assert_eq!(
+        run(Some(0.0), None, Some(30)),
+        (vec![(30, true)], vec![0, 0])
+    );
+    // With the budget left, at once.
+    assert_eq!(run(None, None, None), (vec![(0, true)], vec![0, 0]));
+    // 2.8 bytes short of a typical message (80 bytes): 50 ms, within the
+    // life, so it waits for the budget.
+    let (sent, expired) = run(Some(LONE_TYPICAL - 2.8), None, None);
+    assert_eq!((sent.len(), sent[0].1, expired), (1, true, vec![0, 0]));
+    assert!((49..=51).contains(&sent[0].0), "{sent:?}");
+}
+
 /// The lead on a lagging application's offer (`CelerityParams::app_lead`):
 /// the latest rate plus the gain times its move over the lag, within half
 /// the rate either way.
