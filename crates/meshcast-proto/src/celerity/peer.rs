@@ -990,9 +990,10 @@ pub struct CelerityParams {
     /// not wait (greetings, goodbyes, keyframe requests) leave at once
     /// whatever the budget; a retransmission request waits at most half
     /// the delay bound, and is dropped if nothing takes it by then
-    /// ([`CelerityPeer::request_retransmission`]). 0 turns it off; paths whose serialisation is
-    /// not measured (the baselines' trees, which do not size their
-    /// packets, and any path before its first measure) are never held.
+    /// ([`CelerityPeer::request_retransmission`]). 0 turns it off; paths
+    /// whose serialisation is not measured (the baselines' trees, which do
+    /// not size their packets, and any path before its first measure) are
+    /// never held.
     ///
     /// A peer sends every neighbour a rate update each control interval
     /// and each session's source a report each report interval when
@@ -3200,8 +3201,8 @@ impl CelerityPeer {
     /// tail (a data packet with room for it, or control that leaves
     /// alone) until its life ends, and is then dropped
     /// ([`PeerCounters::retransmission_requests_expired`]). None
-    /// supersedes another. How often to ask is the application's choice. False
-    /// (nothing sent) as [`CelerityPeer::report_reception`]: for this
+    /// supersedes another. How often to ask is the application's choice.
+    /// False (nothing sent) as [`CelerityPeer::report_reception`]: for this
     /// peer's own flow, a flow that is no session of the conference, a
     /// source that is not present, an empty request or one of more than
     /// [`wire::MAX_RETRANSMISSION_REQUEST`] bytes.
