@@ -196,15 +196,21 @@ def check_run_options(args):
 def run_summary(meshcast, scenario, sets, out_root):
     """`meshcast run SCENARIO --json` with `--set` for each of `sets`, its
     report under a new directory in `out_root`: the summary."""
+    return run_report(meshcast, scenario, sets, out_root)[0]
+
+
+def run_report(meshcast, scenario, sets, out_root, extra=()):
+    """As `run_summary`, with `extra` arguments for `meshcast run` (say
+    `--trace-control`): the summary and the report's directory."""
     out = tempfile.mkdtemp(dir=out_root)
-    cmd = [meshcast, "run", scenario, "--json", "--out", out]
+    cmd = [meshcast, "run", scenario, "--json", "--out", out, *extra]
     for s in sets:
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         what = " ".join([scenario, *sets])
         raise RuntimeError(f"{what}: meshcast failed:\n{p.stderr.strip()}")
-    return json.loads(p.stdout)
+    return json.loads(p.stdout), out
 
 
 def run_optimum(meshcast, scenario, sets, at, prices=False):

@@ -1511,6 +1511,62 @@ fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
     );
 }
 
+/// `cut_prices.py` says where a run's worst session met its cut against
+/// the optimum's link prices: on the dumbbell (the four sessions within
+/// 0.2 kbit/s of each other) the worst session's cut crosses the link out
+/// of its office, E → F for A and B, F → E for C and D, which the optimum
+/// prices at 72 ms, in every interval of [200,300], where it pays its `U′`
+/// at its send rate (about 75 ms), and no other link.
+#[test]
+fn cut_prices_places_the_worst_sessions_cut_on_the_optimum_s_priced_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let file = root().join("scenarios/celerity/dumbbell.toml");
+    let file = file.to_str().unwrap();
+    let out = python_ok(
+        "cut_prices.py",
+        &["--meshcast", bin, "--json", "cuts.json", file],
+        d,
+    );
+    let rows: Value = serde_json::from_slice(&std::fs::read(d.join("cuts.json")).unwrap()).unwrap();
+    let r = &rows[0];
+    let session = r["session"].as_str().unwrap();
+    let out_of_office = match session {
+        "A" | "B" => "E->F",
+        "C" | "D" => "F->E",
+        other => panic!("no such session: {other}"),
+    };
+    let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
+    let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let flow = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "session" && f["source"] == session)
+        .unwrap();
+    let send = num(&flow["windows"][0]["send_kbps"]);
+    let uprime = 1e3 * 18.0 / (send + 10.0);
+    assert!((num(&r["uprime_ms"]) - uprime).abs() < 1e-9, "{r}");
+    assert!((num(&r["optimum_uprime_ms"]) - 1e3 * 18.0 / 250.0).abs() < 0.01);
+    let priced = r["priced"].as_array().unwrap();
+    assert_eq!(priced.len(), 1, "{r}");
+    let link = &priced[0];
+    assert_eq!(link["link"], out_of_office);
+    assert_eq!(num(&link["price_ms"]), 72.0);
+    assert!(num(&link["share"]) >= 0.95, "{r}");
+    assert!((num(&link["pays_ms"]) - num(&link["share"]) * uprime).abs() < 1e-9);
+    assert!(num(&r["unpriced_share"]) <= 0.05, "{r}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1 scenarios: unpriced share"), "{stdout}");
+    python_refused(
+        "cut_prices.py",
+        &["--meshcast", bin, "nothing.toml"],
+        d,
+        "nothing.toml: no such scenario file",
+    );
+}
+
 /// `acceptance.py` checks issue 3's lines at the default point: every one
 /// holds there, its rows say what the runs measured, and a run that misses
 /// lines (the paper's variant: its A is near the 2-hop optimum after the
