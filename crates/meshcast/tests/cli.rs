@@ -1463,23 +1463,32 @@ fn the_burst_wait_fills_slow_uploads() {
     assert!(with[2] >= without[2] + 0.01, "all uploads: {what}");
 }
 
+/// Runs a scenario script on the dumbbell with `--json rows.json`: the
+/// temporary directory it ran in, the scenario's path, the script's output
+/// and the rows it wrote.
+fn script_on_dumbbell(script: &str) -> (tempfile::TempDir, String, Output, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let file = root().join("scenarios/celerity/dumbbell.toml");
+    let file = file.to_str().unwrap().to_string();
+    let out = python_ok(
+        script,
+        &["--meshcast", bin, "--json", "rows.json", &file],
+        d,
+    );
+    let rows = serde_json::from_slice(&std::fs::read(d.join("rows.json")).unwrap()).unwrap();
+    (dir, file, out, rows)
+}
+
 /// `binding_links.py` lists the links the coded optimum prices, with how
 /// busy the run kept them: on the dumbbell E⇄F at 72 ms, 3.1 packet times
 /// of 1400 bytes at 480 kbit/s, as busy as the run's summary says.
 #[test]
 fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+    let (dir, file, out, rows) = script_on_dumbbell("binding_links.py");
+    let (d, file) = (dir.path(), file.as_str());
     let bin = env!("CARGO_BIN_EXE_meshcast");
-    let file = root().join("scenarios/celerity/dumbbell.toml");
-    let file = file.to_str().unwrap();
-    let out = python_ok(
-        "binding_links.py",
-        &["--meshcast", bin, "--json", "links.json", file],
-        d,
-    );
-    let rows: Value =
-        serde_json::from_slice(&std::fs::read(d.join("links.json")).unwrap()).unwrap();
     let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
     let s: Value = serde_json::from_slice(&run.stdout).unwrap();
     let rows = rows.as_array().unwrap();
@@ -1519,17 +1528,9 @@ fn binding_links_lists_the_optimum_s_priced_links_as_the_run_used_them() {
 /// at its send rate (about 75 ms), and no other link.
 #[test]
 fn cut_prices_places_the_worst_sessions_cut_on_the_optimum_s_priced_links() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+    let (dir, file, out, rows) = script_on_dumbbell("cut_prices.py");
+    let (d, file) = (dir.path(), file.as_str());
     let bin = env!("CARGO_BIN_EXE_meshcast");
-    let file = root().join("scenarios/celerity/dumbbell.toml");
-    let file = file.to_str().unwrap();
-    let out = python_ok(
-        "cut_prices.py",
-        &["--meshcast", bin, "--json", "cuts.json", file],
-        d,
-    );
-    let rows: Value = serde_json::from_slice(&std::fs::read(d.join("cuts.json")).unwrap()).unwrap();
     let r = &rows[0];
     let session = r["session"].as_str().unwrap();
     let out_of_office = match session {
