@@ -8,7 +8,8 @@ For every conference scenario, runs `meshcast run SCENARIO --json
 of the first report window), takes the session whose lowest receiver got
 the smallest fraction of its coded optimum in that window (the one
 `score_underlays.py` reports), and says where its critical cut lay over the
-window's control intervals (`control.csv`'s `in_cut`):
+window's control intervals (`control.csv`'s `in_cut`); sessions with no
+optimum in the window (a member not present then) are left out:
 
 - **on the links the optimum prices** at 1 ms or more (its binding links):
   for each, the largest share of the intervals in which the session's cut
@@ -82,9 +83,11 @@ def cut_prices(meshcast, scenario, sets, out_root):
     if not summary["windows"]:
         raise ValueError(f"{scenario}: the scenario has no report window")
     start, end = summary["windows"][0]["from_s"], summary["windows"][0]["to_s"]
-    flows = sessions(summary)
+    # The sessions with an optimum in the window: those of members present
+    # then (a member that joins later has none).
+    flows = [f for f in sessions(summary) if f["windows"][0].get("optimum_kbps")]
     if not flows:
-        raise ValueError(f"{scenario}: no conference sessions")
+        raise ValueError(f"{scenario}: no conference session has an optimum in the first window")
 
     def fraction(f):
         w = f["windows"][0]

@@ -1566,6 +1566,17 @@ fn cut_prices_places_the_worst_sessions_cut_on_the_optimum_s_priced_links() {
         d,
         "nothing.toml: no such scenario file",
     );
+    // A member absent from the first window (D joins peer-dynamics at
+    // 120 s, the end of [60,120]) has no optimum there and is left out,
+    // not taken for the worst.
+    let dynamics = root().join("scenarios/celerity/peer-dynamics.toml");
+    let out = python_ok(
+        "cut_prices.py",
+        &["--meshcast", bin, dynamics.to_str().unwrap()],
+        d,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains(": D "), "{stdout}");
 }
 
 /// `acceptance.py` checks issue 3's lines at the default point: every one
