@@ -23,12 +23,7 @@ The usual sets are random underlays:
 import json
 import statistics
 
-from score_underlays import run_each, run_optimum, run_summary, scenario_args
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    tomllib = None
+from score_underlays import conference_value, run_each, run_optimum, run_summary, scenario_args
 
 # Price in packet times: the groups of the closing table.
 GROUPS = [(0, 1), (1, 2), (2, 4), (4, None)]
@@ -37,15 +32,7 @@ GROUPS = [(0, 1), (1, 2), (2, 4), (4, None)]
 def media_bytes(scenario, sets):
     """The data packets' media bytes: `--set conference.media_bytes=…`,
     else the scenario's, else meshcast's default."""
-    for s in sets:
-        key, _, value = s.partition("=")
-        if key == "conference.media_bytes":
-            return int(value)
-    if tomllib is not None:
-        with open(scenario, "rb") as f:
-            conf = tomllib.load(f).get("conference", {})
-        return int(conf.get("media_bytes", 1400))
-    return 1400
+    return int(conference_value(scenario, sets, "media_bytes", 1400))
 
 
 def prices(meshcast, scenario, sets, at):

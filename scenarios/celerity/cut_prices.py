@@ -45,22 +45,12 @@ import statistics
 import tomllib
 
 from check_optimum import Underlay
-from score_underlays import run_each, run_optimum, run_report, scenario_args, sessions
+from score_underlays import (conference_value, run_each, run_optimum, run_report,
+                             scenario_args, sessions)
 
 # Links the optimum prices under this (ms) have room (docs/celerity.md, "The
 # optimum's link prices").
 PRICED_MS = 1.0
-
-
-def conference_value(scenario, sets, key, default):
-    """`conference.KEY` from the last `--set` naming it, else the scenario
-    file's, else `default`."""
-    for s in reversed(sets):
-        name, _, value = s.partition("=")
-        if name == f"conference.{key}":
-            return float(value)
-    with open(scenario, "rb") as f:
-        return float(tomllib.load(f).get("conference", {}).get(key, default))
 
 
 def in_cut_shares(control, session, start, end):

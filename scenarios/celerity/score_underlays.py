@@ -44,6 +44,11 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    tomllib = None
+
 
 def default_meshcast():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -191,6 +196,20 @@ def check_run_options(args):
         sys.exit("no meshcast binary: build it with `cargo build --release` or pass --meshcast")
     if args.jobs < 1:
         sys.exit("--jobs must be at least 1")
+
+
+def conference_value(scenario, sets, key, default):
+    """`conference.KEY` as a run sees it: from the last `--set` naming it
+    (meshcast applies them in order), else the scenario file's, else
+    `default` (also without tomllib, before Python 3.11)."""
+    for s in reversed(sets):
+        name, _, value = s.partition("=")
+        if name == f"conference.{key}":
+            return float(value)
+    if tomllib is None:
+        return float(default)
+    with open(scenario, "rb") as f:
+        return float(tomllib.load(f).get("conference", {}).get(key, default))
 
 
 def run_summary(meshcast, scenario, sets, out_root):

@@ -3986,12 +3986,11 @@ impl CelerityPeer {
             };
         }
         if self.cfg.params.floor_share_lift {
-            let share = &inc.cut_share;
             lift_floor(
                 &mut terms,
                 &own_uprime,
                 &floored,
-                share,
+                &inc.cut_share,
                 floor,
                 floor_share,
                 share_cap,
