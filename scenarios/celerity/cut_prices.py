@@ -21,6 +21,16 @@ optimum in the window (a member not present then) are left out:
 - **elsewhere** (`unpriced`): the largest share of the intervals in which
   its cut crossed an overlay link whose route crosses no priced link: time
   its cut spent on links the optimum leaves with room.
+- **held off by a late charge** (`held_off`): the share of the intervals in
+  which a charge for its late packets held it off at least one link in its
+  cut, and per such link the share and the mean charge. Held off means: its
+  cut crosses the link, its gain there passes the link's price but not the
+  price and the charge (`control.csv`'s `late_loss_ms`) together, and it
+  sends there under 2% of its rate. A charge moves only while the session
+  has packets over the link, so one the session left keeps it
+  (docs/celerity.md, "Late packets are the session's loss" and "Releasing
+  an overload's late charge"). `sessions_held_off` in the JSON gives the
+  same for every session.
 
 The session's `U′` is `β/(R + δ)` at its mean send rate R in the window
 (the scenario's `[conference]` `beta` and `delta_kbps` or their `--set`,
@@ -28,12 +38,14 @@ default 18 and 10), in ms as the optimum's prices are; the trace's own
 column is over the conference's price level. Routes are the simulator's
 rule, as `check_optimum.py` computes them from the scenario file at T
 (`--set` does not move them). The last line gives the mean unpriced share,
-how many scenarios have one of 0.1 or more, and the mean of what the worst
+how many scenarios have one of 0.1 or more, the mean of what the worst
 sessions pay on their priced links over the optimum's price, weighted by
-their shares. `--json FILE` writes one object per scenario.
+their shares, and in how many scenarios a late charge held the worst
+session off a link for half the window or more. `--json FILE` writes one
+object per scenario.
 
 Over held-out underlays (docs/celerity-log.md, "Built and tried in the
-thirtieth session of 2026-12-06"):
+thirtieth session of 2026-12-06" and the thirty-first):
 
     python3 scenarios/celerity/random_underlay.py 1651 1741 /tmp/ho
     python3 scenarios/celerity/cut_prices.py /tmp/ho/r*.toml
@@ -52,19 +64,58 @@ from score_underlays import (conference_value, run_each, run_optimum, run_report
 # optimum's link prices").
 PRICED_MS = 1.0
 
+# A session sending under this share of its rate over a link has left it
+# (`held_off`).
+HELD_RATE = 0.02
 
-def in_cut_shares(control, session, start, end):
-    """Per overlay link (head, tail), the share of the control intervals in
-    [start, end) in which `session`'s cut crossed it."""
+
+def trace_shares(control, start, end, send_kbps):
+    """What `control.csv` says of each session in `send_kbps` (its mean send
+    rate in the window, kbit/s) over the control intervals in [start, end):
+
+    - `in_cut`: per overlay link (head, tail), the share of the intervals in
+      which the session's cut crossed it;
+    - `held`: per overlay link, the share of the intervals in which a late
+      charge held the session off it (`held_off`), and the mean charge then
+      (ms);
+    - `held_share`: the share of the intervals in which a late charge held
+      it off at least one link."""
     counts = {}
+    times = {m: set() for m in send_kbps}
+    held_times = {m: set() for m in send_kbps}
     with open(control, newline="") as f:
         for row in csv.DictReader(f):
+            m = row["session"]
             t = float(row["t_s"])
-            if row["session"] != session or not start <= t < end:
+            if m not in send_kbps or not start <= t < end:
                 continue
-            n, crossed = counts.get((row["head"], row["tail"]), (0, 0))
-            counts[(row["head"], row["tail"])] = (n + 1, crossed + int(row["in_cut"]))
-    return {link: crossed / n for link, (n, crossed) in counts.items()}
+            times[m].add(t)
+            link = (row["head"], row["tail"])
+            n, crossed, held, charge = counts.get((m, link), (0, 0, 0, 0.0))
+            n, crossed = n + 1, crossed + int(row["in_cut"])
+            if held_off(row, send_kbps[m]):
+                held, charge = held + 1, charge + float(row["late_loss_ms"])
+                held_times[m].add(t)
+            counts[(m, link)] = (n, crossed, held, charge)
+    shares = {m: {"in_cut": {}, "held": {},
+                  "held_share": len(held_times[m]) / len(times[m]) if times[m] else 0.0}
+              for m in send_kbps}
+    for (m, link), (n, crossed, held, charge) in counts.items():
+        shares[m]["in_cut"][link] = crossed / n
+        if held:
+            shares[m]["held"][link] = (held / n, charge / held)
+    return shares
+
+
+def held_off(row, send_kbps):
+    """Whether a late charge held the row's session off the row's link in
+    that interval: its cut crosses the link, its gain there passes the
+    link's price but not the price and its charge for late packets together
+    (`late_loss_ms`, docs/celerity.md, "Late packets are the session's
+    loss"), and it sends there under `HELD_RATE` of its rate."""
+    gain, price, charge = (float(row[k]) for k in ("gain_ms", "price_ms", "late_loss_ms"))
+    return (row["in_cut"] == "1" and charge > 0.0 and price < gain < price + charge
+            and float(row["rate_kbps"]) < HELD_RATE * send_kbps)
 
 
 def cut_prices(meshcast, scenario, sets, out_root):
@@ -92,7 +143,9 @@ def cut_prices(meshcast, scenario, sets, out_root):
     prices = run_optimum(meshcast, scenario, sets, start, prices=True)["prices"]["coded"]
     with open(scenario, "rb") as f:
         underlay = Underlay(tomllib.load(f), start)
-    shares = in_cut_shares(os.path.join(out, "control.csv"), worst["source"], start, end)
+    traced = trace_shares(os.path.join(out, "control.csv"), start, end,
+                          {f["source"]: f["windows"][0]["send_kbps"] for f in flows})
+    shares = traced[worst["source"]]["in_cut"]
     priced, unpriced = {}, 0.0
     for (head, tail), share in shares.items():
         if share <= 0.0:
@@ -114,6 +167,18 @@ def cut_prices(meshcast, scenario, sets, out_root):
         "optimum_uprime_ms": optimum_uprime,
         "priced": links,
         "unpriced_share": unpriced,
+        "held_off": held_report(traced[worst["source"]]),
+        "sessions_held_off": {m: held_report(t) for m, t in sorted(traced.items())},
+    }
+
+
+def held_report(traced):
+    """A session's late charges that held it off links in its cut, as the
+    JSON rows give them."""
+    return {
+        "share": traced["held_share"],
+        "links": [{"link": f"{head}->{tail}", "share": share, "charge_ms": charge}
+                  for (head, tail), (share, charge) in sorted(traced["held"].items())],
     }
 
 
@@ -128,7 +193,7 @@ def main():
                           for l in r["priced"]) or "on no priced link"
         print(f"[{i}/{n}] {scenario}: {r['session']} {r['fraction']:.3f} of its optimum "
               f"(U' {r['uprime_ms']:.1f} ms, {r['optimum_uprime_ms']:.1f} at the optimum); "
-              f"{links}; unpriced at most {r['unpriced_share']:.2f}", flush=True)
+              f"{links}; unpriced at most {r['unpriced_share']:.2f}{held_text(r)}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
@@ -138,7 +203,21 @@ def main():
     over = sum(w * x for w, x in weighted) / weight if weight > 0 else float("nan")
     print(f"{len(rows)} scenarios: unpriced share {statistics.mean(unpriced):.3f} on the mean, "
           f"0.1 or more in {sum(u >= 0.1 for u in unpriced)}; on priced links the worst "
-          f"sessions pay {over:.2f} times the optimum's price")
+          f"sessions pay {over:.2f} times the optimum's price; a late charge held the worst "
+          f"session off a link in its cut in half the window or more in "
+          f"{sum(r['held_off']['share'] >= 0.5 for r in rows)}")
+
+
+def held_text(r):
+    """The report line's part on the late charges that held the worst
+    session off links in its cut (nothing where none did)."""
+    held = r["held_off"]
+    if held["share"] <= 0.0:
+        return ""
+    most = sorted(held["links"], key=lambda l: -l["share"])
+    links = ", ".join(f"{l['link']} {l['share']:.2f} ({l['charge_ms']:.0f} ms)"
+                      for l in most if l["share"] >= 0.1) or "each link under 0.1"
+    return f"; held off by a late charge in {held['share']:.2f} of the intervals: {links}"
 
 
 if __name__ == "__main__":
