@@ -134,6 +134,7 @@ pub(crate) struct RawConference {
     drain_hold: Option<Spanned<f64>>,
     app_lead: Option<Spanned<f64>>,
     late_release: Option<bool>,
+    late_fade: Option<bool>,
     drain_release: Option<bool>,
     rebase: Option<bool>,
     overload_resume: Option<Spanned<f64>>,
@@ -485,6 +486,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.late_release {
         params.late_release = r;
+    }
+    if let Some(r) = raw.late_fade {
+        params.late_fade = r;
     }
     if let Some(r) = raw.drain_release {
         params.drain_release = r;

@@ -2976,6 +2976,37 @@ fn celerity_a_session_held_at_two_cuts_gets_only_its_share() {
     );
 }
 
+/// Releasing a late charge its link's queue made (`conference.late_fade`,
+/// docs/celerity.md, the thirty-first session of 2026-12-06): on
+/// `random-late-charge.toml` (the held-out underlay 1655) P4's session left
+/// the relay link P1 → P6 after its packets came late there in the climb's
+/// queue swings, and the charge for them held it off that link to the end;
+/// with the fade every session gets 0.88 of its coded optimum or more
+/// (0.92–0.94 measured; 0.915–0.925 at the worst over nine points of step
+/// 0.0149–0.0151 × β 17.9–18.1). Without it P4 gets under 0.8 (0.77, and
+/// R1's members up to 1.07). A non-boolean value is refused.
+#[test]
+fn celerity_a_late_charge_left_on_a_relay_link_fades() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "celerity/random-late-charge.toml";
+    let members = ["P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7"];
+    let on = scenario_with_sets(dir.path(), file, &["conference.late_fade=true"]);
+    let (worst, loss) = worst_of(&on, &members, 100, of_optimum);
+    assert!(
+        worst >= 0.88 && loss <= 0.01,
+        "the fade: worst {worst} (loss {loss})"
+    );
+    let off = scenario_with_sets(dir.path(), file, &["conference.late_fade=false"]);
+    let p4 = fraction_from(&off, "P4", 100);
+    assert!(p4 < 0.8, "without the fade: P4 {p4}");
+    expect_bad_values(
+        file,
+        "conference.late_fade",
+        &["1", "\"yes\""],
+        "invalid type",
+    );
+}
+
 /// The ceiling within the slack (`conference.ceiling_slack`, docs/celerity.md,
 /// "The ceiling within the slack") is a fraction of the slack: anything
 /// outside 0..=1 is refused, naming the key. Its effect is chaotic one

@@ -854,6 +854,41 @@ pub struct CelerityParams {
     /// sessions came back at 90% of the new optimum only 33–61 s after
     /// the fall (docs/celerity.md, "A link that narrows").
     pub late_release: bool,
+    /// Releasing a late charge that the link's own queue made. A session's
+    /// charge for its late packets over a link
+    /// ([`late_loss`](Self::late_loss)) moves only in intervals in which
+    /// it has packets there, so one that leaves the link keeps it for
+    /// good; [`late_release`](Self::late_release) fades it only where an
+    /// overload made it. With this on, where the link's own queue made at
+    /// least [`LATE_FADE_OWN`] of the queued time of the session's last
+    /// late packets there (their [`hop_queues`](Self::hop_queues) measure;
+    /// all of it without that measure), the charge also fades, by
+    /// [`LATE_FADE_STEP`] in each control interval outside the quick-start
+    /// windows in which the session has no packets over the link, while
+    /// the link's queue (the interval's mean and its one-second average)
+    /// is under the queue at which those packets would have come in time
+    /// (their queue on the link less what their forecast passed the
+    /// delay bound by, on their mean). Charges made by propagation or by
+    /// queues elsewhere stay: an idle link shows nothing of those.
+    ///
+    /// Without it, a session that left a link after its packets came late
+    /// there in the climb's queue swings was held off it to the end: on
+    /// held-out underlay 1655 its charge of 109 ms, set at 30–38 s, kept
+    /// P4's session off the relay link into the far router group's member
+    /// while its gain there passed the link's price by 50 ms, and the
+    /// session got 0.77 of its optimum (0.92 with the rule); over held-out
+    /// seeds 1651–1740 such a charge held the worst session off a link in
+    /// its cut for half the window or more in 31 of 90 underlays.
+    ///
+    /// Off by default (thirty-first session of 2026-12-06): it lifts the
+    /// worst session of every core set of random underlays by 0.001–0.006
+    /// of its optimum, but costs the slow cores and the large conferences
+    /// their mean session (by 0.010 and 0.005) and the slow chain whose
+    /// links fall (`slow-chain-fall.toml`) its members between the thin
+    /// links, whose sessions come back onto relays that their own return
+    /// makes late (docs/celerity.md, "Releasing a late charge its link's
+    /// queue made").
+    pub late_fade: bool,
     /// Releasing the guards once an overload has drained: on a link whose
     /// queue averaged over about a second (the delay guard's input,
     /// [`CelerityParams::late_gain`]) reached the delay bound after the
@@ -1456,6 +1491,15 @@ pub const DRIFT_CAP: f64 = 1.0;
 /// the session's loss").
 const LATE_LOSS_DEFAULT: f64 = 0.5;
 
+/// The share of its late packets' queued time that a link's own queue must
+/// have made for a session's charge there to fade once it has left the
+/// link ([`CelerityParams::late_fade`]).
+pub const LATE_FADE_OWN: f64 = 0.7;
+
+/// The share of such a charge that fades in each idle control interval
+/// ([`CelerityParams::late_fade`]): about four seconds to fall by a half.
+pub const LATE_FADE_STEP: f64 = 0.05;
+
 /// See [`CelerityParams::balance`]: the relative difference of two links'
 /// prices at and beyond which the balance moves nothing between them.
 pub const BALANCE_TOLERANCE: f64 = 0.25;
@@ -1599,6 +1643,7 @@ impl Default for CelerityParams {
             rebound_steady: true,
             drain_hold: 0.3,
             late_release: true,
+            late_fade: false,
             drain_release: true,
             rebase: true,
             overload_resume: 0.9,
@@ -2337,6 +2382,19 @@ struct Incoming {
     /// overload's (after the climb, the link's queue at or past the delay
     /// bound at them; see [`CelerityParams::late_release`]).
     late_overload: [bool; MAX_PARTICIPANTS],
+    /// Per session, over this interval's late packets: the sums of the
+    /// link's own queue at them, of their queued time since their source
+    /// (the link's included), and of the queue at which each would have
+    /// come in time (the link's queue less what its forecast passed the
+    /// bound by), seconds (see [`CelerityParams::late_fade`]).
+    late_own: [f64; MAX_PARTICIPANTS],
+    late_hops: [f64; MAX_PARTICIPANTS],
+    late_room: [f64; MAX_PARTICIPANTS],
+    /// Per session, the queue under which its charge fades while it sends
+    /// nothing over the link, from its last interval with late packets
+    /// (0 where the link's own queue did not make them late; see
+    /// [`CelerityParams::late_fade`]).
+    late_fade_queue: [f64; MAX_PARTICIPANTS],
     /// The link's queue has averaged the delay bound after the loop
     /// settled and has not yet been measured under the delay guard's knee
     /// since (see [`CelerityParams::drain_release`]).
@@ -2949,6 +3007,10 @@ impl CelerityPeer {
             late_loss: [0.0; MAX_PARTICIPANTS],
             late_queue: [0.0; MAX_PARTICIPANTS],
             late_overload: [false; MAX_PARTICIPANTS],
+            late_own: [0.0; MAX_PARTICIPANTS],
+            late_hops: [0.0; MAX_PARTICIPANTS],
+            late_room: [0.0; MAX_PARTICIPANTS],
+            late_fade_queue: [0.0; MAX_PARTICIPANTS],
             overloaded: false,
             overload_bytes: [0; MAX_PARTICIPANTS],
             overload_s: 0.0,
@@ -3744,8 +3806,9 @@ impl CelerityPeer {
             0.0
         };
         let hop_queues = self.hop_queues();
-        let (late_release, bound) = (
+        let (late_release, late_fade, bound) = (
             self.cfg.params.late_release,
+            self.cfg.params.late_fade,
             self.cfg.params.delay_bound.as_secs_f64(),
         );
         let (drain_release, rebase) = (self.cfg.params.drain_release, self.cfg.params.rebase);
@@ -3893,16 +3956,27 @@ impl CelerityPeer {
         // Late packets as the session's loss, on the same one-second
         // average. An overload's charge fades while the session sends
         // nothing over the link and the queue is back under the bound (see
-        // `CelerityParams::late_release`).
+        // `CelerityParams::late_release`), and one the link's own queue
+        // made while that queue is under the one at which its packets
+        // would have come in time (see `CelerityParams::late_fade`).
         for m in 0..MAX_PARTICIPANTS {
+            let queue = inc.qdelay.max(inc.qslow);
             if inc.session_packets[m] > 0 {
                 let late = f64::from(inc.session_late[m]) / f64::from(inc.session_packets[m]);
                 inc.late_loss[m] += 0.2 * (late - inc.late_loss[m]);
                 if inc.session_late[m] > 0 {
                     inc.late_overload[m] = settled_here && inc.late_queue[m] >= bound;
+                    let own = inc.late_own[m] >= LATE_FADE_OWN * inc.late_hops[m];
+                    inc.late_fade_queue[m] = if own {
+                        inc.late_room[m] / f64::from(inc.session_late[m])
+                    } else {
+                        0.0
+                    };
                 }
-            } else if late_release && inc.late_overload[m] && inc.qdelay.max(inc.qslow) < bound {
+            } else if late_release && inc.late_overload[m] && queue < bound {
                 inc.late_loss[m] -= 0.2 * inc.late_loss[m];
+            } else if late_fade && !window && queue < inc.late_fade_queue[m] {
+                inc.late_loss[m] -= LATE_FADE_STEP * inc.late_loss[m];
             }
         }
         // The late forecast (see `CelerityParams::late_forecast`): at most
@@ -4394,6 +4468,7 @@ impl CelerityPeer {
                     inc.forecast_slow = 0.0;
                     inc.late_loss = [0.0; MAX_PARTICIPANTS];
                     inc.late_overload = [false; MAX_PARTICIPANTS];
+                    inc.late_fade_queue = [0.0; MAX_PARTICIPANTS];
                     inc.overloaded = false;
                     inc.rebase_due = false;
                     inc.rebase = None;
@@ -4434,6 +4509,9 @@ impl CelerityPeer {
             inc.session_bytes = [0; MAX_PARTICIPANTS];
             inc.session_late = [0; MAX_PARTICIPANTS];
             inc.late_queue = [0.0; MAX_PARTICIPANTS];
+            inc.late_own = [0.0; MAX_PARTICIPANTS];
+            inc.late_hops = [0.0; MAX_PARTICIPANTS];
+            inc.late_room = [0.0; MAX_PARTICIPANTS];
             inc.age_n = 0;
             // Tell the head when something moved, and every heartbeat.
             let changed = (0..self.n).any(|m| moved(inc.rates[m], inc.sent_rates[m]));
@@ -6183,7 +6261,8 @@ impl Endpoint for CelerityPeer {
                 } else {
                     0
                 };
-                let lost = late_loss > 0.0 && forecast > self.cfg.params.delay_bound.as_secs_f64();
+                let bound = self.cfg.params.delay_bound.as_secs_f64();
+                let lost = late_loss > 0.0 && forecast > bound;
                 let inc = &mut self.incoming[u];
                 inc.age_sum += age;
                 inc.age_n += 1;
@@ -6206,6 +6285,9 @@ impl Endpoint for CelerityPeer {
                     inc.session_late[session] += u32::from(lost);
                     if lost {
                         inc.late_queue[session] = inc.late_queue[session].max(q);
+                        inc.late_own[session] += q;
+                        inc.late_hops[session] += hops_queued;
+                        inc.late_room[session] += q - (forecast - bound);
                     }
                 }
                 for c in control {

@@ -883,6 +883,62 @@ fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
     );
 }
 
+/// Releasing a late charge its link's own queue made
+/// (`CelerityParams::late_fade`). Session 2's ten packets over link 1 → 0
+/// all come late in one settled interval, each behind the link's own queue
+/// of 0.1 s, with `hops` seconds queued since its source (the link's
+/// included), and its forecast 0.03 s past the delay bound: behind a queue
+/// of 0.07 s they would have come in time. Then it sends nothing there for
+/// five intervals of `phase` while the link's queue stands at
+/// `queue_after`. Its charge (the late packets' average) after that.
+#[test]
+fn a_late_charge_its_links_queue_made_fades_once_that_queue_is_short() {
+    let charge = |c: &CelerityConfig, hops: f64, phase: Phase, queue_after: f64| {
+        let mut peer = crossing_peer(c);
+        let inc = &mut peer.incoming[1];
+        inc.rates[2] = 100.0;
+        inc.session_packets[2] = 10;
+        inc.session_late[2] = 10;
+        inc.late_queue[2] = 0.1;
+        inc.late_own[2] = 10.0 * 0.1;
+        inc.late_hops[2] = 10.0 * hops;
+        inc.late_room[2] = 10.0 * (0.1 - 0.03);
+        measured(inc, 0.1, true);
+        peer.update_rates(1, settled());
+        let raised = peer.incoming[1].late_loss[2];
+        assert!((raised - 0.2).abs() < 1e-9, "raised to {raised}");
+        for _ in 0..5 {
+            let inc = &mut peer.incoming[1];
+            inc.session_packets[2] = 0;
+            inc.session_late[2] = 0;
+            measured(inc, queue_after, true);
+            peer.update_rates(1, phase);
+        }
+        peer.incoming[1].late_loss[2]
+    };
+    let mut c = queue_priced_cfg();
+    assert!(!c.params.late_fade);
+    c.params.late_fade = true;
+    let kept = 0.2;
+    let faded = 0.2 * (1.0 - LATE_FADE_STEP).powi(5);
+    // The link's own queue made all of their queued time, or 0.71 of it,
+    // and stands under 0.07 s: the charge fades.
+    assert!((charge(&c, 0.1, settled(), 0.05) - faded).abs() < 1e-9);
+    assert!((charge(&c, 0.14, settled(), 0.05) - faded).abs() < 1e-9);
+    assert!((charge(&c, 0.1, settled().climbing(true), 0.05) - faded).abs() < 1e-9);
+    // The queue at 0.08 s, behind which they would still come late: kept.
+    assert_eq!(charge(&c, 0.1, settled(), 0.08), kept);
+    // Queues before the link made most of their queued time: kept.
+    assert_eq!(charge(&c, 0.3, settled(), 0.05), kept);
+    assert_eq!(charge(&c, 0.1 / 0.6, settled(), 0.0), kept);
+    // Within a quick-start window: kept.
+    assert_eq!(charge(&c, 0.1, settled().window(true), 0.05), kept);
+    // The rule off: kept.
+    let mut off = c.clone();
+    off.params.late_fade = false;
+    assert_eq!(charge(&off, 0.1, settled(), 0.05), kept);
+}
+
 /// Releasing the guards once an overload has drained
 /// (`CelerityParams::drain_release`): link 1 → 0's queue averages
 /// `overload` seconds in an interval of `phase`, then the next interval's
