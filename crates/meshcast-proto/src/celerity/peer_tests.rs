@@ -822,6 +822,38 @@ fn a_draining_queue_holds_the_cuts() {
     assert!(CelerityPeer::new(off).is_err());
 }
 
+/// Session 2's ten packets over link 1 → 0 all come late in one interval
+/// of `late_phase` behind the link's queue of `queue` seconds (`late` sets
+/// what the tail kept of them); then it sends nothing there for five
+/// intervals of `idle_phase` while the link's queue stands at
+/// `queue_after`. Its charge (the late packets' average) after that.
+fn charge_after_idle(
+    c: &CelerityConfig,
+    late: impl FnOnce(&mut Incoming),
+    (late_phase, queue): (Phase, f64),
+    (idle_phase, queue_after): (Phase, f64),
+) -> f64 {
+    let mut peer = crossing_peer(c);
+    let inc = &mut peer.incoming[1];
+    inc.rates[2] = 100.0;
+    inc.session_packets[2] = 10;
+    inc.session_late[2] = 10;
+    late(inc);
+    measured(inc, queue, true);
+    peer.update_rates(1, late_phase);
+    let raised = peer.incoming[1].late_loss[2];
+    assert!((raised - 0.2).abs() < 1e-9, "raised to {raised}");
+    for _ in 0..5 {
+        let inc = &mut peer.incoming[1];
+        inc.session_packets[2] = 0;
+        inc.session_late[2] = 0;
+        inc.late_queue[2] = 0.0;
+        measured(inc, queue_after, true);
+        peer.update_rates(1, idle_phase);
+    }
+    peer.incoming[1].late_loss[2]
+}
+
 /// Releasing an overload's late charge (`CelerityParams::late_release`).
 /// Session 2's packets over link 1 → 0 all come late in one interval,
 /// through the link's own queue of `late_queue` seconds, in `phase`; then
@@ -831,25 +863,12 @@ fn a_draining_queue_holds_the_cuts() {
 #[test]
 fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
     let charge = |c: &CelerityConfig, late_queue: f64, phase: Phase, queue_after: f64| {
-        let mut peer = crossing_peer(c);
-        let inc = &mut peer.incoming[1];
-        inc.rates[2] = 100.0;
-        inc.session_packets[2] = 10;
-        inc.session_late[2] = 10;
-        inc.late_queue[2] = late_queue;
-        measured(inc, late_queue, true);
-        peer.update_rates(1, phase);
-        let raised = peer.incoming[1].late_loss[2];
-        assert!((raised - 0.2).abs() < 1e-9, "raised to {raised}");
-        for _ in 0..5 {
-            let inc = &mut peer.incoming[1];
-            inc.session_packets[2] = 0;
-            inc.session_late[2] = 0;
-            inc.late_queue[2] = 0.0;
-            measured(inc, queue_after, true);
-            peer.update_rates(1, settled());
-        }
-        peer.incoming[1].late_loss[2]
+        charge_after_idle(
+            c,
+            |inc| inc.late_queue[2] = late_queue,
+            (phase, late_queue),
+            (settled(), queue_after),
+        )
     };
     // Resuming at an overload's delivery clears an overload's charge at
     // once where the overload drains (the queue here is past the bound
@@ -894,27 +913,13 @@ fn an_overloads_late_charge_fades_once_the_session_leaves_the_link() {
 #[test]
 fn a_late_charge_its_links_queue_made_fades_once_that_queue_is_short() {
     let charge = |c: &CelerityConfig, hops: f64, phase: Phase, queue_after: f64| {
-        let mut peer = crossing_peer(c);
-        let inc = &mut peer.incoming[1];
-        inc.rates[2] = 100.0;
-        inc.session_packets[2] = 10;
-        inc.session_late[2] = 10;
-        inc.late_queue[2] = 0.1;
-        inc.late_own[2] = 10.0 * 0.1;
-        inc.late_hops[2] = 10.0 * hops;
-        inc.late_room[2] = 10.0 * (0.1 - 0.03);
-        measured(inc, 0.1, true);
-        peer.update_rates(1, settled());
-        let raised = peer.incoming[1].late_loss[2];
-        assert!((raised - 0.2).abs() < 1e-9, "raised to {raised}");
-        for _ in 0..5 {
-            let inc = &mut peer.incoming[1];
-            inc.session_packets[2] = 0;
-            inc.session_late[2] = 0;
-            measured(inc, queue_after, true);
-            peer.update_rates(1, phase);
-        }
-        peer.incoming[1].late_loss[2]
+        let late = |inc: &mut Incoming| {
+            inc.late_queue[2] = 0.1;
+            inc.late_own[2] = 10.0 * 0.1;
+            inc.late_hops[2] = 10.0 * hops;
+            inc.late_room[2] = 10.0 * (0.1 - 0.03);
+        };
+        charge_after_idle(c, late, (settled(), 0.1), (phase, queue_after))
     };
     let mut c = queue_priced_cfg();
     assert!(!c.params.late_fade);
