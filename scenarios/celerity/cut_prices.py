@@ -27,10 +27,11 @@ optimum in the window (a member not present then) are left out:
   cut crosses the link, its gain there passes the link's price but not the
   price and the charge (`control.csv`'s `late_loss_ms`) together, and it
   sends there under 2% of its rate. A charge moves only while the session
-  has packets over the link, so one the session left keeps it
-  (docs/celerity.md, "Late packets are the session's loss" and "Releasing
-  an overload's late charge"). `sessions_held_off` in the JSON gives the
-  same for every session.
+  has packets over the link, so one the session left keeps it unless a
+  release fades it (docs/celerity.md, "Late packets are the session's
+  loss", "Releasing an overload's late charge" and, a switch off by
+  default, "Releasing a late charge its link's queue made").
+  `sessions_held_off` in the JSON gives the same for every session.
 
 The session's `U′` is `β/(R + δ)` at its mean send rate R in the window
 (the scenario's `[conference]` `beta` and `delta_kbps` or their `--set`,
