@@ -1463,21 +1463,29 @@ fn the_burst_wait_fills_slow_uploads() {
     assert!(with[2] >= without[2] + 0.01, "all uploads: {what}");
 }
 
+/// Runs a scenario script in `dir` on the scenario `file` with each of
+/// `sets` as `--set` and `--json rows.json`: the script's output and the
+/// rows it wrote.
+fn script_rows(script: &str, file: &str, sets: &[&str], dir: &Path) -> (Output, Value) {
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let mut args = vec!["--meshcast", bin, "--json", "rows.json"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    args.push(file);
+    let out = python_ok(script, &args, dir);
+    let rows = serde_json::from_slice(&std::fs::read(dir.join("rows.json")).unwrap()).unwrap();
+    (out, rows)
+}
+
 /// Runs a scenario script on the dumbbell with `--json rows.json`: the
 /// temporary directory it ran in, the scenario's path, the script's output
 /// and the rows it wrote.
 fn script_on_dumbbell(script: &str) -> (tempfile::TempDir, String, Output, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let bin = env!("CARGO_BIN_EXE_meshcast");
     let file = root().join("scenarios/celerity/dumbbell.toml");
     let file = file.to_str().unwrap().to_string();
-    let out = python_ok(
-        script,
-        &["--meshcast", bin, "--json", "rows.json", &file],
-        d,
-    );
-    let rows = serde_json::from_slice(&std::fs::read(d.join("rows.json")).unwrap()).unwrap();
+    let (out, rows) = script_rows(script, &file, &[], dir.path());
     (dir, file, out, rows)
 }
 
@@ -1590,19 +1598,10 @@ fn cut_prices_places_the_worst_sessions_cut_on_the_optimum_s_priced_links() {
 #[test]
 fn cut_prices_finds_the_sessions_a_late_charge_holds_off_a_link() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let bin = env!("CARGO_BIN_EXE_meshcast");
     let file = root().join("scenarios/celerity/dumbbell-narrowing.toml");
     let file = file.to_str().unwrap();
     let held = |sets: &[&str]| {
-        let mut args = vec!["--meshcast", bin, "--json", "rows.json"];
-        for set in sets {
-            args.extend(["--set", set]);
-        }
-        args.push(file);
-        let out = python_ok("cut_prices.py", &args, d);
-        let rows: Value =
-            serde_json::from_slice(&std::fs::read(d.join("rows.json")).unwrap()).unwrap();
+        let (out, rows) = script_rows("cut_prices.py", file, sets, dir.path());
         let r = rows[0].clone();
         let worst = r["session"].as_str().unwrap();
         assert_eq!(r["held_off"], r["sessions_held_off"][worst], "{r}");
