@@ -3959,8 +3959,8 @@ impl CelerityPeer {
         // `CelerityParams::late_release`), and one the link's own queue
         // made while that queue is under the one at which its packets
         // would have come in time (see `CelerityParams::late_fade`).
+        let queue = inc.qdelay.max(inc.qslow);
         for m in 0..MAX_PARTICIPANTS {
-            let queue = inc.qdelay.max(inc.qslow);
             if inc.session_packets[m] > 0 {
                 let late = f64::from(inc.session_late[m]) / f64::from(inc.session_packets[m]);
                 inc.late_loss[m] += 0.2 * (late - inc.late_loss[m]);
