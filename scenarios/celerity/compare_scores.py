@@ -46,7 +46,8 @@ import os
 import statistics
 import sys
 
-from score_underlays import DROP_CAUSES, LINE, LOSS, frames_text, set_figures, start_text
+from score_underlays import (DROP_CAUSES, LINE, LOSS, count_text, frames_text, set_figures,
+                             start_text)
 
 
 def number(x):
@@ -114,7 +115,7 @@ def row(scores):
     return (f"mean worst {f['mean']:.3f}, median {f['median']:.3f}, "
             f"lowest {f['lowest']:.3f}; at {LINE} {f['at_line']}, "
             f"within {LOSS:.0%} loss {f['within_loss']}; "
-            f"late {f['dropped']['late']}; "
+            f"late {count_text(f['dropped']['late'])}; "
             f"mean session loss {100 * statistics.mean(s['loss'] for s in sessions):.2f}%, "
             f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}, "
             f"utility {utility(scores):.3f}{start}")

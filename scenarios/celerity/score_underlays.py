@@ -1,7 +1,8 @@
 """Score Celerity on a set of underlays against the coded optimum.
 
     python3 scenarios/celerity/score_underlays.py [--meshcast BIN] [--jobs N]
-        [--json FILE] [--set KEY=VALUE ...] SCENARIO...
+        [--json FILE] [--set KEY=VALUE ...]
+        [--seeds K [--first-seed F] [--spread-ms MS]] SCENARIO...
 
 Runs `meshcast run SCENARIO --json` for every scenario (N at a time,
 default 2), and for each one prints the session whose lowest receiver got
@@ -21,6 +22,20 @@ handed to every run (e.g. `--set conference.pace_to_heads=true`);
 `--json` also writes every scenario's figures to FILE, and
 `compare_scores.py BEFORE.json AFTER.json` compares two such files
 underlay by underlay.
+
+`--seeds K` (K >= 2) scores every scenario as the mean of K runs, with
+seeds F..F+K-1 (`--first-seed F`, default 1; another F draws other
+samples, which measures how far two such means differ at all) and the members' starts spread over `--spread-ms` (default 20;
+`conference.start_spread_ms`): the simulator is deterministic, so one run
+is one sample of the control loops' chaotic path, and a neighbouring
+parameter value moves an underlay's worst fraction by a few hundredths
+either way. Each underlay's figures are then the runs' means (its worst
+fraction the mean of the runs' worst fractions, its count at the line
+whether that mean holds it, its drops the mean per run), its worst session
+the one with the lowest mean fraction, and its JSON row adds `runs` (each
+run's seed, worst fraction and worst session) and `worst_fraction_sd` (the
+runs' standard deviation). `compare_scores.py` compares such files as any
+others (docs/celerity.md, "Scoring over seeds").
 
 The usual set is the thirty random underlays:
 
@@ -113,7 +128,8 @@ def score(summary):
         "optimum_kbps": worst[3],
         "worst_session_loss": worst[4],
         "worst_loss": max(r[4] for r in rows),
-        "sessions": {r[1]: {"fraction": r[0], "loss": r[4], "dropped": r[5],
+        "sessions": {r[1]: {"fraction": r[0], "optimum_kbps": r[3], "loss": r[4],
+                            "dropped": r[5],
                             "heard_s": starts[r[1]][0], "silent_s": starts[r[1]][1],
                             **({"whole": frames[r[1]][0], "decodable": frames[r[1]][1]}
                                if r[1] in frames else {})}
@@ -126,6 +142,47 @@ def score(summary):
 
 
 DROP_CAUSES = ("late", "policed", "link_down")
+
+
+def mean_score(runs):
+    """One scenario's score over several runs (`score`'s dicts of the same
+    conference under different seeds, with `seed` added): every figure the
+    mean of the runs', the worst session the one with the lowest mean
+    fraction, plus `runs` (each run's seed, worst fraction and worst
+    session) and `worst_fraction_sd`."""
+    def mean(key, rows=runs):
+        return statistics.mean(r[key] for r in rows)
+
+    def mean_drops(rows):
+        return {c: statistics.mean(r["dropped"][c] for r in rows) for c in DROP_CAUSES}
+
+    ids = list(runs[0]["sessions"])
+    if any(list(r["sessions"]) != ids for r in runs):
+        raise ValueError("the runs of one scenario have different sessions")
+    per = {i: [r["sessions"][i] for r in runs] for i in ids}
+    sessions = {}
+    for i, rows in per.items():
+        sessions[i] = {k: mean(k, rows) for k in rows[0] if k != "dropped"}
+        sessions[i]["dropped"] = mean_drops(rows)
+    worst = min(ids, key=lambda i: sessions[i]["fraction"])
+    fractions = [r["worst_fraction"] for r in runs]
+    out = {
+        "worst_fraction": statistics.mean(fractions),
+        "worst_fraction_sd": statistics.stdev(fractions),
+        "worst_session": worst,
+        "recv_kbps_min": sessions[worst]["fraction"] * sessions[worst]["optimum_kbps"],
+        "optimum_kbps": sessions[worst]["optimum_kbps"],
+        "worst_session_loss": sessions[worst]["loss"],
+        "worst_loss": mean("worst_loss"),
+        "sessions": sessions,
+        "dropped": mean_drops(runs),
+        "runs": [{"seed": r["seed"], "worst_fraction": r["worst_fraction"],
+                  "worst_session": r["worst_session"]} for r in runs],
+    }
+    for k in ("heard_s", "heard_s_last", "silent_s", "worst_whole", "worst_decodable"):
+        if all(k in r for r in runs):
+            out[k] = mean(k)
+    return out
 
 # The line a set's count is taken at: every session at this fraction of its
 # coded optimum, and the worst session's loss at most this.
@@ -176,9 +233,26 @@ def start_text(figures):
             f"{figures['silent_s']:.1f} silent s")
 
 
+def count_text(x):
+    """A count of packets: whole, or to a tenth where it is a mean over
+    seeds (`--seeds`)."""
+    return str(x) if isinstance(x, int) or float(x).is_integer() and abs(x) < 2**53 \
+        else f"{x:.1f}"
+
+
+def runs_text(r):
+    """A mean score's spread over its runs (`--seeds`) as `; over K seeds
+    sd S (LO-HI)`; empty for a single run."""
+    if "runs" not in r:
+        return ""
+    fs = [x["worst_fraction"] for x in r["runs"]]
+    return (f"; over {len(fs)} seeds sd {r['worst_fraction_sd']:.3f} "
+            f"({min(fs):.3f}-{max(fs):.3f})")
+
+
 def drops_text(dropped):
     """A `dropped` object as `L late, P policed, D link down`."""
-    return ", ".join(f"{dropped[c]} {c.replace('_', ' ')}" for c in DROP_CAUSES)
+    return ", ".join(f"{count_text(dropped[c])} {c.replace('_', ' ')}" for c in DROP_CAUSES)
 
 
 def add_run_options(ap):
@@ -246,12 +320,15 @@ def run_optimum(meshcast, scenario, sets, at, prices=False):
     return json.loads(p.stdout)
 
 
-def scenario_args(description):
+def scenario_args(description, more=None):
     """The command line of a script that runs a list of scenarios: the
-    scenario files and the options of `add_run_options`, checked."""
+    scenario files and the options of `add_run_options` (and those `more`
+    adds to the parser, if given), checked."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
     add_run_options(ap)
+    if more:
+        more(ap)
     args = ap.parse_args()
     check_run_options(args)
     return args
@@ -288,17 +365,58 @@ def run(meshcast, scenario, sets, out_root):
     return result
 
 
+def run_seeds(seeds, first, spread_ms):
+    """A `run_each` work function that scores a scenario over the `seeds`
+    seeds from `first` on, with the members' starts spread over
+    `spread_ms` (`mean_score`)."""
+    def work(meshcast, scenario, sets, out_root):
+        runs = []
+        for seed in range(first, first + seeds):
+            spread = [f"seed={seed}", f"conference.start_spread_ms={spread_ms}"]
+            r = run(meshcast, scenario, [*sets, *spread], out_root)
+            r["seed"] = seed
+            runs.append(r)
+        result = mean_score(runs)
+        result["scenario"] = scenario
+        result["wall_s"] = sum(r["wall_s"] for r in runs)
+        return result
+    return work
+
+
+def seed_options(ap):
+    ap.add_argument("--seeds", type=int, default=1, metavar="K",
+                    help="score each scenario as the mean of K runs (seeds 1..K, "
+                         "starts spread); 1 runs each scenario once as it is")
+    ap.add_argument("--first-seed", type=int, default=1, metavar="F",
+                    help="with --seeds: the first seed (default 1)")
+    ap.add_argument("--spread-ms", type=float, default=20.0, metavar="MS",
+                    help="with --seeds: conference.start_spread_ms (default 20)")
+
+
 def main():
     args = scenario_args("Score Celerity on underlays against the coded optimum "
-                         "(see the module's docstring).")
+                         "(see the module's docstring).", seed_options)
+    if args.seeds < 1:
+        sys.exit("--seeds must be at least 1")
+    if args.first_seed < 0:
+        sys.exit("--first-seed must be at least 0")
+    if not 0.0 < args.spread_ms <= 1000.0:
+        sys.exit("--spread-ms must be in (0, 1000]")
+    work = run
+    if args.seeds > 1:
+        taken = [s for s in args.set
+                 if s.partition("=")[0] in ("seed", "conference.start_spread_ms")]
+        if taken:
+            sys.exit(f"--seeds sets the seed and the start's spread itself: drop --set {taken[0]}")
+        work = run_seeds(args.seeds, args.first_seed, args.spread_ms)
     results = []
-    for i, n, _, r in run_each(run, args):
+    for i, n, _, r in run_each(work, args):
         results.append(r)
         print(f"[{i}/{n}] {r['scenario']}: worst {r['worst_fraction']:.3f} "
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
-              f"{start_text(r)}{frames_text(r)}, {r['wall_s']:.1f} s", flush=True)
+              f"{start_text(r)}{frames_text(r)}{runs_text(r)}, {r['wall_s']:.1f} s", flush=True)
     figures = set_figures(results)
     print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
           f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "

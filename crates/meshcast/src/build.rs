@@ -109,9 +109,13 @@ fn add_conference(sim: &mut Sim, sc: &Scenario, c: &Conference) -> Result<(), Bu
         configs,
         video: c.video,
     }));
+    let offsets = c.start_offsets(sc.seed);
     for (i, &n) in nodes.iter().enumerate() {
-        if present[i].first().is_some_and(|&(a, _)| a == Time::ZERO) {
-            sim.schedule(Time::ZERO, Action::Join(n))?;
+        if let Some(&(Time::ZERO, until)) = present[i].first() {
+            // A spread start comes before the member's first leave (at
+            // most half-way to it).
+            let half = Duration::from_secs_f64(until.as_secs_f64() / 2.0);
+            sim.schedule(Time::ZERO + offsets[i].min(half), Action::Join(n))?;
         }
     }
     Ok(())

@@ -18,6 +18,10 @@ use toml::Spanned;
 /// any encoder's rate control.
 const MAX_VIDEO_LAG_MS: f64 = 10_000.0;
 
+/// The widest `start_spread_ms` a scenario may ask: a second, so that
+/// every member is up long before the first report window.
+const MAX_START_SPREAD_MS: f64 = 1_000.0;
+
 /// The highest `video_fps` a scenario may ask (the simulator runs every
 /// frame as an event; no camera is faster).
 const MAX_VIDEO_FPS: f64 = 240.0;
@@ -63,9 +67,42 @@ pub struct Conference {
     /// (`video_fps`; see [`crate::video`]) instead of the built-in source's
     /// even packets.
     pub video: Option<VideoParams>,
+    /// In the simulator, the members present at the start join at seeded
+    /// times spread over `[0, start_spread)` instead of all at zero (see
+    /// [`start_offsets`](Conference::start_offsets)); zero by default.
+    pub start_spread: Duration,
 }
 
 impl Conference {
+    /// Each member's start within `start_spread`, drawn from the run's
+    /// `seed` and the member's name (so that the same seed gives the same
+    /// starts, and another seed shifts every member's timers by a few
+    /// milliseconds against the others'). All zero when `start_spread` is.
+    ///
+    /// Why: the simulator is deterministic and a run on one underlay is a
+    /// single sample of the control loops' path, whose figures move by a
+    /// few hundredths between neighbouring parameter values. Seeds with a
+    /// spread give independent samples of the same conference, which
+    /// `score_underlays.py --seeds` averages (docs/celerity.md, "Scoring
+    /// over seeds").
+    pub fn start_offsets(&self, seed: u64) -> Vec<Duration> {
+        use rand::RngExt as _;
+        let spread = self.start_spread.as_secs_f64();
+        self.participants
+            .iter()
+            .map(|p| {
+                if spread == 0.0 {
+                    return Duration::ZERO;
+                }
+                let mut rng = meshcast_core::rng::rng_from_seed(meshcast_core::rng::child_seed(
+                    seed,
+                    &format!("start:{p}"),
+                ));
+                Duration::from_secs_f64(rng.random_range(0.0..spread))
+            })
+            .collect()
+    }
+
     /// The tree model peers use.
     pub fn model(&self) -> Model {
         match (self.protocol, self.variant) {
@@ -163,6 +200,7 @@ pub(crate) struct RawConference {
     keyframe_requests: Option<Spanned<bool>>,
     video_kbps: Option<Spanned<f64>>,
     video_lag_ms: Option<Spanned<f64>>,
+    start_spread_ms: Option<Spanned<f64>>,
 }
 
 impl RawConference {
@@ -170,6 +208,12 @@ impl RawConference {
     /// its `[media]`'s).
     pub(crate) fn video_fps_span(&self) -> Option<std::ops::Range<usize>> {
         self.video_fps.as_ref().map(Spanned::span)
+    }
+
+    /// Where `start_spread_ms` is, if given (a node refuses it: real
+    /// processes start when they are started).
+    pub(crate) fn start_spread_span(&self) -> Option<std::ops::Range<usize>> {
+        self.start_spread_ms.as_ref().map(Spanned::span)
     }
 }
 
@@ -577,12 +621,20 @@ pub(crate) fn check(
             None
         }
     };
+    let start_spread_ms = checked(
+        &raw.start_spread_ms,
+        "conference.start_spread_ms",
+        &|v| (0.0..=MAX_START_SPREAD_MS).contains(&v),
+        "must be a number in 0..=1000",
+    )?
+    .unwrap_or(0.0);
     Ok(Conference {
         protocol,
         variant,
         participants,
         params,
         video,
+        start_spread: Duration::from_secs_f64(start_spread_ms / 1e3),
     })
 }
 

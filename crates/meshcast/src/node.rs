@@ -196,6 +196,13 @@ impl NodeConfig {
                 "simulates encoders in the simulator only: a node's media are its [media]",
             ));
         }
+        if let Some(span) = raw.conference.start_spread_span() {
+            return Err(loc.err(
+                span,
+                "conference.start_spread_ms",
+                "spreads the members' starts in the simulator only: a node starts when it is started",
+            ));
+        }
         for name in peers.keys() {
             if !conference.participants.contains(name) {
                 return Err(loc.err(
@@ -1448,6 +1455,11 @@ B = "127.0.0.1:7002"
         assert_eq!(
             err(&GOOD.replace("max_rate_kbps = 300", "video_fps = 30")),
             "7:13: conference.video_fps: simulates encoders in the simulator only: a node's media are its [media]"
+        );
+        assert!(
+            err(&GOOD.replace("max_rate_kbps = 300", "start_spread_ms = 20")).contains(
+                "conference.start_spread_ms: spreads the members' starts in the simulator only"
+            )
         );
         assert!(
             err(&GOOD.replace("duration_s = 5", "metrics_listen = \"x\""))

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -816,6 +817,105 @@ fn underlay_scripts_generate_and_score_underlays() {
         &["--meshcast", bin, "nothing.toml"],
         d,
         "nothing.toml: no such scenario file",
+    );
+}
+
+/// `score_underlays.py --seeds K` scores an underlay as the mean of K
+/// runs with seeds F.. and the members' starts spread: each run's worst
+/// fraction is that of `meshcast run` with the same seed and
+/// `conference.start_spread_ms`, the score is their mean with their
+/// standard deviation, and the sessions' figures are the runs' means. A
+/// `--set` of the seed or the spread is refused beside it.
+#[test]
+fn score_underlays_averages_over_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    python_ok("random_underlay.py", &["14", "15", "ru"], d);
+    let file = d.join("ru/r14.toml").display().to_string();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let args = [
+        "--meshcast",
+        bin,
+        "--seeds",
+        "2",
+        "--first-seed",
+        "3",
+        "--spread-ms",
+        "30",
+        "--json",
+        "scores.json",
+        &file,
+    ];
+    let out = python_ok("score_underlays.py", &args, d);
+    let scores: Value =
+        serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
+    let score = &scores[0];
+    let mut worst = Vec::new();
+    let mut fractions: Vec<BTreeMap<String, f64>> = Vec::new();
+    for seed in [3, 4] {
+        let seed_set = format!("seed={seed}");
+        let run = meshcast_ok(
+            &[
+                "run",
+                &file,
+                "--json",
+                "--out",
+                "o",
+                "--set",
+                &seed_set,
+                "--set",
+                "conference.start_spread_ms=30",
+            ],
+            d,
+        );
+        let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+        let (fraction, id) = worst_session(&s);
+        let r = &score["runs"][fractions.len()];
+        assert_eq!(r["seed"].as_u64(), Some(seed));
+        assert_eq!(r["worst_session"], id.as_str());
+        assert!((r["worst_fraction"].as_f64().unwrap() - fraction).abs() < 1e-9);
+        worst.push(fraction);
+        fractions.push(
+            s["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["kind"] == "session")
+                .map(|f| {
+                    let w = &f["windows"][0];
+                    let opt = w["optimum_kbps"].as_f64().unwrap();
+                    (
+                        f["id"].as_str().unwrap().to_owned(),
+                        w["recv_kbps_min"].as_f64().unwrap() / opt,
+                    )
+                })
+                .collect(),
+        );
+    }
+    assert_ne!(fractions[0], fractions[1], "the seeds gave the same run");
+    let mean = (worst[0] + worst[1]) / 2.0;
+    assert!((score["worst_fraction"].as_f64().unwrap() - mean).abs() < 1e-9);
+    let sd = (worst[0] - worst[1]).abs() / 2f64.sqrt();
+    assert!((score["worst_fraction_sd"].as_f64().unwrap() - sd).abs() < 1e-9);
+    for (id, f) in &fractions[0] {
+        let got = score["sessions"][id.as_str()]["fraction"].as_f64().unwrap();
+        assert!((got - (f + fractions[1][id]) / 2.0).abs() < 1e-9, "{id}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("over 2 seeds sd "), "{stdout}");
+    let row = format!("1 scenarios: mean worst fraction {mean:.3}");
+    assert!(stdout.contains(&row), "{stdout}");
+    python_refused(
+        "score_underlays.py",
+        &["--meshcast", bin, "--seeds", "2", "--set", "seed=5", &file],
+        d,
+        "--seeds sets the seed and the start's spread itself",
+    );
+    python_refused(
+        "score_underlays.py",
+        &["--meshcast", bin, "--seeds", "0", &file],
+        d,
+        "--seeds must be at least 1",
     );
 }
 
@@ -1855,6 +1955,49 @@ fn celerity_dumbbell_settles_at_the_optimum() {
     let plots = dir.path().join("out/celerity-dumbbell-steady/plots");
     assert!(plots.join("utility.svg").exists());
     assert_eq!(without_wall(s), without_wall(run()));
+}
+
+/// `conference.start_spread_ms` starts the members at seeded times within
+/// the spread: the same seed gives the same summary, another seed other
+/// flows (the loops' path moves), and without a spread the seed changes
+/// no flow of a conference on a lossless underlay (nothing else draws).
+/// Bad spreads are refused.
+#[test]
+fn a_start_spread_draws_another_sample_by_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |seed: u32, spread: &str| {
+        let seed = format!("seed={seed}");
+        let spread = format!("conference.start_spread_ms={spread}");
+        let s = scenario_json(
+            dir.path(),
+            "celerity/dumbbell-steady.toml",
+            &[
+                "--set",
+                "duration_s=60",
+                "--set",
+                "report.window[0].from_s=30",
+                "--set",
+                "report.window[0].to_s=60",
+                "--set",
+                &seed,
+                "--set",
+                &spread,
+            ],
+        );
+        s["flows"].to_string()
+    };
+    assert_eq!(run(1, "20"), run(1, "20"));
+    assert_ne!(run(1, "20"), run(2, "20"));
+    assert_eq!(run(1, "0"), run(2, "0"));
+    let text = std::fs::read_to_string(root().join("scenarios/celerity/dumbbell.toml")).unwrap();
+    for bad in ["-1", "1000.5", "nan"] {
+        let set = format!("conference.start_spread_ms={bad}");
+        expect_bad_input(
+            &text,
+            &["--set", &set],
+            &["conference.start_spread_ms", "must be a number in 0..=1000"],
+        );
+    }
 }
 
 /// Run a scenario under `scenarios/` with `--json` and extra arguments.
