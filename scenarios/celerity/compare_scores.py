@@ -37,7 +37,11 @@ independent draws, which makes it a lower bound on the uncertainty:
 `steady_gain = 1` came out at +0.009 (+0.002 to +0.016) on seeds 91-180
 and +0.008 (+0.001 to +0.014) on seeds 181-270, then -0.001 (-0.005 to
 +0.004) on seeds 361-450. A candidate is confirmed on a set drawn after
-it was chosen.
+it was chosen. Scorings over seeds (`score_underlays.py --seeds 3`)
+average each underlay over three runs: two of them at the same defaults
+(seeds 1-3 and 4-6 on the core ninety) differed by -0.0000 (-0.0020 to
++0.0020), with 2 up and 1 down by 0.02 (docs/celerity.md, "Scoring over
+seeds").
 """
 import argparse
 import json

@@ -190,6 +190,7 @@ pub(crate) struct RawConference {
     source_excess: Option<bool>,
     rival_share: Option<bool>,
     floor_share_lift: Option<bool>,
+    floor_dispersion: Option<bool>,
     burst: Option<Spanned<f64>>,
     bundle: Option<bool>,
     bundle_wait_ms: Option<Spanned<f64>>,
@@ -462,6 +463,9 @@ pub(crate) fn check(
     }
     if let Some(l) = raw.floor_share_lift {
         params.floor_share_lift = l;
+    }
+    if let Some(d) = raw.floor_dispersion {
+        params.floor_dispersion = d;
     }
     if let Some(v) = non_negative(&raw.share_guard, "conference.share_guard")? {
         params.share_guard = v;

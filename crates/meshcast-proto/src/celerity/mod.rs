@@ -31,6 +31,7 @@
 
 pub mod app_lag;
 mod base_delay;
+mod dispersion;
 mod peer;
 mod recovery;
 mod schedule;

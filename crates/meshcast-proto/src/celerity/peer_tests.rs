@@ -3511,6 +3511,44 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
     assert!(after(&c, false, 0.150) < 100.0);
 }
 
+/// The floor at the bottleneck (`CelerityParams::floor_dispersion`):
+/// where packet pairs show the link's bottleneck serialising a full
+/// packet in 4 ms while the path's summed serialisation is 20 ms, the
+/// floor is 2.5 × 4 = 10 ms, the session's own `U′`, and against a
+/// standing 20-ms queue its rate falls; with the summed serialisation
+/// (the rule off) the floor of 35.6 ms lifts it. Where the pairs come out
+/// longer than the sum (30 ms: their packets crossed two busy
+/// bottlenecks), the sum stands.
+#[test]
+fn the_gain_floor_takes_the_bottleneck_s_packet_time_from_packet_pairs() {
+    let c = queue_priced_cfg();
+    assert!(c.params.floor_dispersion);
+    let after = |c: &CelerityConfig, spacing: f64| {
+        let mut peer = floor_peer(c, 0.010, 0.002);
+        let pairs = &mut peer.incoming[1].dispersion;
+        // A pair every 100 ms for 10 s, sent 1 ms apart.
+        for k in 0..100u16 {
+            let t = f64::from(k) * 0.1;
+            let sent = (t * 1e6) as u32;
+            pairs.note(2 * k, sent, Time::from_secs_f64(t), 1400);
+            pairs.note(
+                2 * k + 1,
+                sent + 1_000,
+                Time::from_secs_f64(t + spacing),
+                1400,
+            );
+        }
+        measured(&mut peer.incoming[1], 0.020, true);
+        peer.update_rates(1, settled());
+        peer.incoming[1].rates[2]
+    };
+    assert!(after(&c, 0.004) < 100.0);
+    let mut off = c.clone();
+    off.params.floor_dispersion = false;
+    assert!(after(&off, 0.004) > 100.0);
+    assert!(after(&c, 0.030) > 100.0);
+}
+
 /// The gain floor counts full packets' times: where the link's data
 /// packets are 700 bytes (the sources shrank them, see
 /// `CelerityParams::size_target`) and serialise in 6 ms, a session with a
