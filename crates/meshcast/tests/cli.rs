@@ -1454,15 +1454,6 @@ fn underlays_with_a_fall_narrow_their_core() {
 /// with the rule and 0.625 without: the rule still lifts it by 0.14, but
 /// under this test's 0.78, so both underlays are run without the floor's
 /// lift, as the rule was measured (docs/celerity.md, "The floor's lift").
-///
-/// Since the floor at the bottleneck (`conference.floor_dispersion`,
-/// thirty-third session of 2026-12-06) the floor is lower on both
-/// underlays and like sessions split without the order: run as above,
-/// 0.905 with the rule and 0.913 without on underlay 73, 0.785 and 0.901
-/// on `long-1`; with the defaults otherwise 0.883 and 0.904, 0.750 and
-/// 0.824. Both underlays are run with the floor from the summed
-/// serialisation, as the rule was measured (docs/celerity.md, "The floor
-/// at the bottleneck").
 #[test]
 fn the_floor_orders_like_sessions_against_each_other() {
     let dir = tempfile::tempdir().unwrap();
@@ -1478,9 +1469,8 @@ fn the_floor_orders_like_sessions_against_each_other() {
             let set = format!("conference.floor_rivals={on}");
             let hops = format!("conference.hop_queues={hops}");
             let lift = "conference.floor_share_lift=false";
-            let sum = "conference.floor_dispersion=false";
             let args = [
-                "run", file, "--json", "--set", &set, "--set", &hops, "--set", lift, "--set", sum,
+                "run", file, "--json", "--set", &set, "--set", &hops, "--set", lift,
             ];
             let run = meshcast_ok(&args, d);
             worst_session(&serde_json::from_slice(&run.stdout).unwrap()).0
@@ -3098,18 +3088,15 @@ fn celerity_a_lone_fast_session_fills_the_links_its_alternating_cut_crosses() {
 /// with the floor at both cuts and take 1.15 of their optimum from P2
 /// (0.72; 0.71–0.73 over the nine points). A non-boolean value is refused.
 ///
-/// Since the floor at the bottleneck (`conference.floor_dispersion`,
-/// thirty-third session of 2026-12-06) the floor is 2.5 bottleneck packet
-/// times rather than 2.5 times the path's summed serialisation, no session
-/// here is under it, and the lift changes nothing (0.99, 0.97, 0.93 and
-/// 0.94 either way): the rule is run with the floor from the summed
-/// serialisation, as it was measured, and the defaults must split as
-/// the lift does.
+/// With the floor at the bottleneck (`conference.floor_dispersion`, off
+/// by default; thirty-third session of 2026-12-06) the floor is 2.5 of
+/// the bottleneck's packet times as packet pairs show them rather than
+/// 2.5 times the path's summed serialisation, no session here is under it,
+/// and the sessions split as with the lift (0.99, 0.97, 0.93 and 0.94).
 #[test]
 fn celerity_a_session_held_at_two_cuts_gets_only_its_share() {
     let dir = tempfile::tempdir().unwrap();
     let file = "celerity/random-split.toml";
-    let sum = "conference.floor_dispersion=false";
     let split_holds = |s: &Value, what: &str| {
         let (worst, loss) = worst_of(s, &["P0", "P1", "P2", "P3"], 100, of_optimum);
         let (p0, p1) = (fraction_from(s, "P0", 100), fraction_from(s, "P1", 100));
@@ -3118,14 +3105,11 @@ fn celerity_a_session_held_at_two_cuts_gets_only_its_share() {
             "{what}: worst {worst} (loss {loss}), P0 {p0}, P1 {p1}"
         );
     };
-    let on = scenario_with_sets(dir.path(), file, &["conference.floor_share_lift=true", sum]);
+    let on = scenario_with_sets(dir.path(), file, &["conference.floor_share_lift=true"]);
     split_holds(&on, "the lift");
-    split_holds(&scenario_json(dir.path(), file, &[]), "the defaults");
-    let off = scenario_with_sets(
-        dir.path(),
-        file,
-        &["conference.floor_share_lift=false", sum],
-    );
+    let pairs = scenario_with_sets(dir.path(), file, &["conference.floor_dispersion=true"]);
+    split_holds(&pairs, "the floor at the bottleneck");
+    let off = scenario_with_sets(dir.path(), file, &["conference.floor_share_lift=false"]);
     let (p0, p2) = (
         fraction_from(&off, "P0", 100),
         fraction_from(&off, "P2", 100),

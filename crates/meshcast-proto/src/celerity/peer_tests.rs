@@ -3521,8 +3521,9 @@ fn the_gain_floor_lets_a_fast_session_fill_what_a_delay_price_cannot_resolve() {
 /// bottlenecks), the sum stands.
 #[test]
 fn the_gain_floor_takes_the_bottleneck_s_packet_time_from_packet_pairs() {
-    let c = queue_priced_cfg();
-    assert!(c.params.floor_dispersion);
+    let mut c = queue_priced_cfg();
+    assert!(!c.params.floor_dispersion);
+    c.params.floor_dispersion = true;
     let after = |c: &CelerityConfig, spacing: f64| {
         let mut peer = floor_peer(c, 0.010, 0.002);
         let pairs = &mut peer.incoming[1].dispersion;
