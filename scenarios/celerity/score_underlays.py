@@ -25,7 +25,8 @@ underlay by underlay.
 
 `--seeds K` (K >= 2) scores every scenario as the mean of K runs, with
 seeds F..F+K-1 (`--first-seed F`, default 1; another F draws other
-samples, which measures how far two such means differ at all) and the members' starts spread over `--spread-ms` (default 20;
+samples, which measures how far two such means differ at all) and the
+members' starts spread over `--spread-ms` (default 20;
 `conference.start_spread_ms`): the simulator is deterministic, so one run
 is one sample of the control loops' chaotic path, and a neighbouring
 parameter value moves an underlay's worst fraction by a few hundredths
@@ -183,6 +184,7 @@ def mean_score(runs):
         if all(k in r for r in runs):
             out[k] = mean(k)
     return out
+
 
 # The line a set's count is taken at: every session at this fraction of its
 # coded optimum, and the worst session's loss at most this.
@@ -385,12 +387,12 @@ def run_seeds(seeds, first, spread_ms):
 
 def seed_options(ap):
     ap.add_argument("--seeds", type=int, default=1, metavar="K",
-                    help="score each scenario as the mean of K runs (seeds 1..K, "
+                    help="score each scenario as the mean of K runs (seeds F..F+K-1, "
                          "starts spread); 1 runs each scenario once as it is")
     ap.add_argument("--first-seed", type=int, default=1, metavar="F",
-                    help="with --seeds: the first seed (default 1)")
+                    help="with --seeds 2 or more: the first seed (default 1)")
     ap.add_argument("--spread-ms", type=float, default=20.0, metavar="MS",
-                    help="with --seeds: conference.start_spread_ms (default 20)")
+                    help="with --seeds 2 or more: conference.start_spread_ms (default 20)")
 
 
 def main():
