@@ -167,13 +167,15 @@ mod tests {
         while t < 20.0 {
             let sent = (t * 1e6) as u32;
             d.note(seq, sent, Time::from_secs_f64(t + 0.010), 1400);
-            // The next one is two on (one lost), or follows a short one.
-            if seq % 4 == 0 {
-                d.note(seq + 2, sent + 1_000, Time::from_secs_f64(t + 0.0156), 1400);
+            // The next one is two on (one lost), or the very next after a
+            // short one: either would have been a pair 5.6 ms apart.
+            let next = if seq % 4 == 0 {
+                seq + 2
             } else {
                 d.skip();
-                d.note(seq + 2, sent + 1_000, Time::from_secs_f64(t + 0.0156), 1400);
-            }
+                seq + 1
+            };
+            d.note(next, sent + 1_000, Time::from_secs_f64(t + 0.0156), 1400);
             seq += 3;
             t += 0.1;
         }

@@ -3800,9 +3800,10 @@ impl CelerityPeer {
             let full = self.cfg.params.media_bytes as usize;
             let inc = &self.incoming[u];
             let path = inc.serialisation_of(full);
-            let packet_time = match self.cfg.params.floor_dispersion {
-                true => inc.dispersion.time_of(full).map_or(path, |d| path.min(d)),
-                false => path,
+            let packet_time = if self.cfg.params.floor_dispersion {
+                inc.dispersion.time_of(full).map_or(path, |d| path.min(d))
+            } else {
+                path
             };
             (self.cfg.params.gain_floor * packet_time).min(budget)
         } else {
@@ -5817,6 +5818,9 @@ impl CelerityPeer {
         sample: Sample,
     ) -> f64 {
         let full = data.is_some();
+        // Packet pairs are kept only where the floor reads them (see
+        // `CelerityParams::floor_dispersion`).
+        let pairs = self.cfg.params.floor_dispersion;
         let inc = &mut self.incoming[u];
         match inc.next_seq {
             Some(e) => {
@@ -5866,9 +5870,11 @@ impl CelerityPeer {
             let long = 2 * len >= inc.longest;
             if long {
                 inc.long_at = Some(now);
-                inc.dispersion.note(link.hop_seq, link.hop_ts_us, now, len);
-            } else {
-                inc.dispersion.skip();
+            }
+            match (pairs, long) {
+                (true, true) => inc.dispersion.note(link.hop_seq, link.hop_ts_us, now, len),
+                (true, false) => inc.dispersion.skip(),
+                (false, _) => {}
             }
             if len < inc.longest {
                 owd += inc.serialisation_of(inc.longest - len);
