@@ -15,7 +15,12 @@
 //! time when other packets came between the two there, and less where a
 //! queue after it let the second catch up with the first: the least
 //! sample of each [`BUCKET`] is past the first, and the median of the last
-//! [`BUCKETS`] buckets' least samples is past the second, which is rare.
+//! [`BUCKETS`] buckets' least samples is past the second where it is rare.
+//! Behind a last hop that queues most of the time it is not rare, and the
+//! estimate is that hop's packet time (why `floor_dispersion` is off by
+//! default; adding the first packet's queueing delay to each gap, which
+//! bounds the shortening, also adds the bottleneck's own queue: both in
+//! docs/celerity.md, "The floor at the bottleneck").
 //! On a path whose packets cross two busy bottlenecks the pairs rarely
 //! stay together, and the estimate comes out long; the floor takes the
 //! least of it and the summed serialisation.
