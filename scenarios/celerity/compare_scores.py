@@ -50,8 +50,8 @@ import os
 import statistics
 import sys
 
-from score_underlays import (DROP_CAUSES, LINE, LOSS, count_text, frames_text, set_figures,
-                             start_text)
+from score_underlays import (DROP_CAUSES, LINE, LOSS, count_text, frames_text, sessions_text,
+                             set_figures, start_text)
 
 
 def number(x):
@@ -113,16 +113,13 @@ def utility(scores):
 def row(scores):
     """The set's row, as docs/celerity.md's tables give it."""
     f = set_figures(scores)
-    sessions = [s for r in scores for s in r["sessions"].values()]
     start = f"; {start_text(f)}" if "heard_s" in f else ""
     start += frames_text(f)
     return (f"mean worst {f['mean']:.3f}, median {f['median']:.3f}, "
             f"lowest {f['lowest']:.3f}; at {LINE} {f['at_line']}, "
             f"within {LOSS:.0%} loss {f['within_loss']}; "
             f"late {count_text(f['dropped']['late'])}; "
-            f"mean session loss {100 * statistics.mean(s['loss'] for s in sessions):.2f}%, "
-            f"fraction {statistics.mean(s['fraction'] for s in sessions):.3f}, "
-            f"utility {utility(scores):.3f}{start}")
+            f"{sessions_text(f)}, utility {utility(scores):.3f}{start}")
 
 
 def sign_test(up, down):

@@ -13,7 +13,9 @@ underlays" table reports: the mean, median and lowest of the worst
 fractions, how many scenarios have every session at 0.8 or more, and how
 many have no session losing more than 5%, then the sessions' drops in the
 windows by cause (`dropped` in the summary: late, policed at a head, link
-down), which say where the loss came from, and the start: the mean
+down), which say where the loss came from, the mean session's loss and
+fraction of its optimum (over every session of every scenario; the status
+table's last figure), and the start: the mean
 second at which a session is first heard (its lowest receiver's 1-s
 goodput at half its optimum; the run's length if never), the mean of each
 underlay's last session's, and the mean number of the first minute's
@@ -195,9 +197,11 @@ LOSS = 0.05
 def set_figures(results):
     """A set's row from its scores (`score`'s dicts): the mean, median and
     lowest worst fraction, how many hold `LINE` and `LOSS`, the drops by
-    cause, and the means of the start's figures where every score has
-    them."""
+    cause, the mean session's loss and fraction (over every session of
+    every underlay), and the means of the start's figures where every
+    score has them."""
     fractions = [r["worst_fraction"] for r in results]
+    every = [s for r in results for s in r["sessions"].values()]
     figures = {
         "mean": statistics.mean(fractions),
         "median": statistics.median(fractions),
@@ -205,6 +209,8 @@ def set_figures(results):
         "at_line": sum(f >= LINE for f in fractions),
         "within_loss": sum(r["worst_loss"] <= LOSS for r in results),
         "dropped": {c: sum(r["dropped"][c] for r in results) for c in DROP_CAUSES},
+        "session_loss": statistics.mean(s["loss"] for s in every),
+        "session_fraction": statistics.mean(s["fraction"] for s in every),
     }
     # Scores written before the start was measured have none.
     if all("heard_s" in r for r in results):
@@ -233,6 +239,13 @@ def start_text(figures):
     silent s`."""
     return (f"heard at {figures['heard_s']:.1f} s (last {figures['heard_s_last']:.1f} s), "
             f"{figures['silent_s']:.1f} silent s")
+
+
+def sessions_text(figures):
+    """A set's mean session (`set_figures`) as `mean session loss L%,
+    fraction F`."""
+    return (f"mean session loss {100 * figures['session_loss']:.2f}%, "
+            f"fraction {figures['session_fraction']:.3f}")
 
 
 def count_text(x):
@@ -424,7 +437,8 @@ def main():
           f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "
           f"every session >= {LINE} in {figures['at_line']}, "
           f"worst loss <= {LOSS:.0%} in {figures['within_loss']}; "
-          f"drops {drops_text(figures['dropped'])}; start: {start_text(figures)}"
+          f"drops {drops_text(figures['dropped'])}; {sessions_text(figures)}; "
+          f"start: {start_text(figures)}"
           f"{frames_text(figures)}")
     if args.json:
         with open(args.json, "w") as f:

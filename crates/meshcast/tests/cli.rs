@@ -760,8 +760,8 @@ fn worst_session(s: &Value) -> (f64, String) {
 /// `random_underlay.py` writes underlays that run, and `score_underlays.py`
 /// scores them as their summaries say: per underlay the session whose lowest
 /// receiver got the least of its coded optimum in the window, with its
-/// start, and the table's row over all of them. A missing scenario is
-/// refused.
+/// start, and the table's row over all of them (with the mean session's
+/// loss and fraction). A missing scenario is refused.
 #[test]
 fn underlay_scripts_generate_and_score_underlays() {
     let dir = tempfile::tempdir().unwrap();
@@ -779,6 +779,7 @@ fn underlay_scripts_generate_and_score_underlays() {
     let scores: Value =
         serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
     let mut worst = Vec::new();
+    let mut every = Vec::new();
     for (file, score) in files.iter().zip(scores.as_array().unwrap()) {
         let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
         let s: Value = serde_json::from_slice(&run.stdout).unwrap();
@@ -808,11 +809,21 @@ fn underlay_scripts_generate_and_score_underlays() {
         assert_eq!(start["heard_s"].as_f64(), Some(heard), "{start}");
         assert_eq!(start["silent_s"].as_u64(), Some(silent as u64), "{start}");
         worst.push(fraction);
+        // Every session, for the row's mean session.
+        for (sid, r) in session_fractions(&s) {
+            let loss = flow(&s, &sid)["windows"][0]["loss"].as_f64().unwrap_or(0.0);
+            every.push((loss, r));
+        }
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mean = worst.iter().sum::<f64>() / 2.0;
     let row = format!("2 scenarios: mean worst fraction {mean:.3}");
     assert!(stdout.contains(&row), "{stdout}");
+    let n = every.len() as f64;
+    let loss = 100.0 * every.iter().map(|e| e.0).sum::<f64>() / n;
+    let fraction = every.iter().map(|e| e.1).sum::<f64>() / n;
+    let sessions = format!("; mean session loss {loss:.2}%, fraction {fraction:.3}; start: ");
+    assert!(stdout.contains(&sessions), "{stdout}");
     assert!(
         stdout.contains(" late, ") && stdout.contains(" link down"),
         "{stdout}"
