@@ -463,7 +463,18 @@ struct Media {
     offered_bps: Option<u64>,
     /// When the encoder was last sent the offered rate, and which.
     rate_told: Option<(Instant, u64)>,
+    /// RTCP units waiting for their stream's first RTP packet (see
+    /// [`Media::holds`]): flow, stream, since when, the unit.
+    held: Vec<(FlowId, u32, Instant, Vec<u8>)>,
 }
+
+/// How long an RTCP unit of a stream not yet delivered waits for the
+/// stream's first RTP packet, where its flow has ports by payload type
+/// (see [`Media::holds`]), before it goes to the flow's RTCP port.
+const RTCP_HOLD: Duration = Duration::from_secs(1);
+
+/// The most RTCP units that wait so at once (the oldest goes on then).
+const RTCP_HELD_MAX: usize = 16;
 
 /// `socket` (if any) as a non-blocking Tokio socket.
 fn tokio_socket(socket: Option<std::net::UdpSocket>) -> io::Result<Option<UdpSocket>> {
@@ -539,6 +550,36 @@ impl OwnStreams {
 }
 
 impl Media {
+    /// Whether an RTCP `unit` of `flow` must wait for its stream's first
+    /// RTP packet: the flow sends some payload types to ports of their
+    /// own, and the unit's stream has not been delivered yet, so its
+    /// type, and with it its port, is not known. An encoder sends a
+    /// stream's first sender report just before its first packet, and a
+    /// receiver that took it on another stream's port would time that
+    /// stream by it (ffmpeg then shifted a video stream by the audio's
+    /// clock); the report goes right after the packet instead.
+    fn holds(&self, flow: FlowId, unit: &[u8]) -> bool {
+        rtcp::is_rtcp(unit)
+            && self.type_outputs.keys().any(|&(f, _)| f == flow)
+            && rtcp::rtcp_ssrc(unit).is_some_and(|s| self.streams.get(s).is_none())
+    }
+
+    /// The held units due now, oldest first: those of stream `heard` (its
+    /// flow and SSRC; its first RTP packet has just gone) and those held
+    /// [`RTCP_HOLD`] or longer.
+    fn due(&mut self, heard: Option<(FlowId, u32)>, now: Instant) -> Vec<(FlowId, Vec<u8>)> {
+        let mut due = Vec::new();
+        self.held.retain_mut(|(flow, ssrc, since, unit)| {
+            let go =
+                heard == Some((*flow, *ssrc)) || now.saturating_duration_since(*since) >= RTCP_HOLD;
+            if go {
+                due.push((*flow, std::mem::take(unit)));
+            }
+            !go
+        });
+        due
+    }
+
     /// Where a unit of `flow` goes, and whether to an RTCP port: the RTP
     /// of a payload type with ports of its own, and the RTCP of its
     /// streams, go to those; other RTCP to the flow's RTCP port, where
@@ -748,6 +789,7 @@ impl<E: Endpoint> Node<E> {
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
             rate_told: None,
+            held: Vec::new(),
         });
         Ok(())
     }
@@ -1086,20 +1128,57 @@ impl<E: Endpoint> Node<E> {
     /// Send the media units that arrived for the application to its ports
     /// (a stream of a payload type with ports of its own to those; RTCP
     /// units to the flow's RTCP port, where it has one).
+    ///
+    /// An RTCP unit of a stream not yet delivered waits, where the flow
+    /// has ports by payload type, until the stream's first RTP packet has
+    /// gone, for at most [`RTCP_HOLD`] (see [`Media::holds`]).
     fn deliver_media(&mut self) {
+        let now = Instant::now();
         while let Some((flow, unit)) = self.endpoint.poll_media() {
-            let sent = self.media.as_mut().and_then(|m| {
-                let (dest, rtcp) = m.destination(flow, &unit)?;
-                m.output.try_send_to(&unit, dest).ok()?;
-                Some(rtcp)
-            });
-            match sent {
-                Some(rtcp) => {
-                    self.counters.media_out += 1;
-                    self.counters.rtcp_out += u64::from(rtcp);
+            if let Some(m) = self.media.as_mut()
+                && m.holds(flow, &unit)
+                && let Some(ssrc) = rtcp::rtcp_ssrc(&unit)
+            {
+                m.held.push((flow, ssrc, now, unit));
+                if m.held.len() > RTCP_HELD_MAX {
+                    let (f, _, _, oldest) = m.held.remove(0);
+                    self.send_unit(f, &oldest);
                 }
-                None => self.counters.media_dropped += 1,
+                continue;
             }
+            self.send_unit(flow, &unit);
+            if let Some(ssrc) = rtcp::rtp_ssrc(&unit) {
+                self.send_held(Some((flow, ssrc)), now);
+            }
+        }
+        self.send_held(None, now);
+    }
+
+    /// Send the held RTCP units that are due (see [`Media::due`]).
+    fn send_held(&mut self, heard: Option<(FlowId, u32)>, now: Instant) {
+        let due = match self.media.as_mut() {
+            Some(m) if !m.held.is_empty() => m.due(heard, now),
+            _ => return,
+        };
+        for (flow, unit) in due {
+            self.send_unit(flow, &unit);
+        }
+    }
+
+    /// Send one media unit of `flow` to its port (see
+    /// [`Media::destination`]), counting it.
+    fn send_unit(&mut self, flow: FlowId, unit: &[u8]) {
+        let sent = self.media.as_mut().and_then(|m| {
+            let (dest, rtcp) = m.destination(flow, unit)?;
+            m.output.try_send_to(unit, dest).ok()?;
+            Some(rtcp)
+        });
+        match sent {
+            Some(rtcp) => {
+                self.counters.media_out += 1;
+                self.counters.rtcp_out += u64::from(rtcp);
+            }
+            None => self.counters.media_dropped += 1,
         }
     }
 
@@ -1327,6 +1406,75 @@ mod tests {
         assert_eq!(d.get(7), Some((FlowId(1), 96)));
         assert_eq!(d.get(3999), Some((FlowId(2), 97)));
         assert_eq!(d.get(1000), None);
+    }
+
+    /// A sender report of a stream not delivered yet, on a flow with ports
+    /// by payload type, waits for the stream's first RTP packet and then
+    /// goes to its type's RTCP port; one that hears none goes to the
+    /// flow's RTCP port after `RTCP_HOLD`. A flow without typed ports
+    /// holds nothing.
+    #[tokio::test]
+    async fn a_report_of_a_stream_not_heard_yet_waits_for_its_first_packet() {
+        let at = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        let (typed, plain) = (FlowId(0), FlowId(1));
+        let mut m = Media {
+            input: None,
+            input_rtcp: None,
+            output: UdpSocket::bind(at(0)).await.expect("bind"),
+            outputs: HashMap::from([(typed, at(5000)), (plain, at(5100))]),
+            rtcp_outputs: HashMap::from([(typed, at(5001)), (plain, at(5101))]),
+            type_outputs: HashMap::from([(
+                (typed, 97),
+                TypeOutput {
+                    flow: typed,
+                    payload_type: 97,
+                    rtp: at(5002),
+                    rtcp: Some(at(5003)),
+                },
+            )]),
+            feedback: None,
+            encoder_feedback: None,
+            request_gap: Duration::ZERO,
+            streams: Delivered::default(),
+            own_streams: OwnStreams::default(),
+            last_request: None,
+            reported: Budgets::default(),
+            nack_budget: Budgets::default(),
+            rate_feedback: false,
+            offered_bps: None,
+            rate_told: None,
+            held: Vec::new(),
+        };
+        let report = |ssrc: u32| {
+            let mut p = vec![0x80, 200, 0, 6];
+            p.extend_from_slice(&ssrc.to_be_bytes());
+            p.extend_from_slice(&[0; 20]);
+            p
+        };
+        let (audio, video) = (0xA0D1, 0x0F1D);
+        let mut audio_rtp = rtp(audio);
+        audio_rtp[1] = 97;
+        audio_rtp.extend_from_slice(&[0; 8]);
+        assert!(m.holds(typed, &report(audio)));
+        assert!(!m.holds(plain, &report(audio)), "no typed ports");
+        assert!(!m.holds(typed, &audio_rtp), "RTP goes at once");
+        let t0 = Instant::now();
+        m.held.push((typed, audio, t0, report(audio)));
+        m.held.push((typed, video, t0, report(video)));
+        assert!(m.due(None, t0 + RTCP_HOLD / 2).is_empty());
+        // The audio's first packet: its report is due, to the audio's
+        // RTCP port; the video's still waits.
+        assert_eq!(m.destination(typed, &audio_rtp), Some((at(5002), false)));
+        assert!(!m.holds(typed, &report(audio)));
+        let due = m.due(Some((typed, audio)), t0 + RTCP_HOLD / 2);
+        assert_eq!(due, vec![(typed, report(audio))]);
+        assert_eq!(m.destination(typed, &due[0].1), Some((at(5003), true)));
+        // The video's, never heard: after RTCP_HOLD, to the flow's RTCP port.
+        assert_eq!(m.due(Some((typed, audio)), t0 + RTCP_HOLD / 2), vec![]);
+        let due = m.due(None, t0 + RTCP_HOLD);
+        assert_eq!(due, vec![(typed, report(video))]);
+        assert_eq!(m.destination(typed, &due[0].1), Some((at(5001), true)));
+        assert!(m.held.is_empty());
     }
 
     #[test]
