@@ -119,28 +119,37 @@ impl Dispersion {
     }
 }
 
+/// Pairs of 1400-byte packets sent `gap_us` apart, the second arriving
+/// `spacing` after the first, one pair every 100 ms for `secs` seconds
+/// from `from` (sequence numbers from `seq`): for this module's tests and
+/// the peer's.
+#[cfg(test)]
+pub(super) fn pairs(
+    d: &mut Dispersion,
+    from: f64,
+    secs: f64,
+    gap_us: u32,
+    spacing: f64,
+    seq: &mut u16,
+) {
+    let mut t = from;
+    while t < from + secs {
+        let sent = (t * 1e6) as u32;
+        d.note(*seq, sent, Time::from_secs_f64(t + 0.010), 1400);
+        d.note(
+            seq.wrapping_add(1),
+            sent + gap_us,
+            Time::from_secs_f64(t + 0.010 + spacing),
+            1400,
+        );
+        *seq = seq.wrapping_add(2);
+        t += 0.1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Pairs of 1400-byte packets sent `gap` apart, the second arriving
-    /// `spacing` after the first, one pair every 100 ms for `secs`
-    /// seconds from `from` (sequence numbers from `seq`).
-    fn pairs(d: &mut Dispersion, from: f64, secs: f64, gap_us: u32, spacing: f64, seq: &mut u16) {
-        let mut t = from;
-        while t < from + secs {
-            let sent = (t * 1e6) as u32;
-            d.note(*seq, sent, Time::from_secs_f64(t + 0.010), 1400);
-            d.note(
-                seq.wrapping_add(1),
-                sent + gap_us,
-                Time::from_secs_f64(t + 0.010 + spacing),
-                1400,
-            );
-            *seq = seq.wrapping_add(2);
-            t += 0.1;
-        }
-    }
 
     #[test]
     fn back_to_back_pairs_give_the_bottleneck_s_packet_time() {

@@ -3526,19 +3526,9 @@ fn the_gain_floor_takes_the_bottleneck_s_packet_time_from_packet_pairs() {
     c.params.floor_dispersion = true;
     let after = |c: &CelerityConfig, spacing: f64| {
         let mut peer = floor_peer(c, 0.010, 0.002);
-        let pairs = &mut peer.incoming[1].dispersion;
         // A pair every 100 ms for 10 s, sent 1 ms apart.
-        for k in 0..100u16 {
-            let t = f64::from(k) * 0.1;
-            let sent = (t * 1e6) as u32;
-            pairs.note(2 * k, sent, Time::from_secs_f64(t), 1400);
-            pairs.note(
-                2 * k + 1,
-                sent + 1_000,
-                Time::from_secs_f64(t + spacing),
-                1400,
-            );
-        }
+        let d = &mut peer.incoming[1].dispersion;
+        crate::celerity::dispersion::pairs(d, 0.0, 10.0, 1_000, spacing, &mut 0);
         measured(&mut peer.incoming[1], 0.020, true);
         peer.update_rates(1, settled());
         peer.incoming[1].rates[2]
