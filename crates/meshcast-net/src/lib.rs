@@ -66,7 +66,8 @@
 //!   stream's loss, jitter and last sender report) about a stream the node
 //!   delivered go to the stream's source as one receiver report per
 //!   session and application ([`Endpoint::handle_reception_report`]), at
-//!   most one per [`RECEPTION_REPORT_GAP`] each; at the source the
+//!   most one per [`RECEPTION_REPORT_GAP`] each (one within it waits
+//!   for it to pass, and what comes meanwhile joins it); at the source the
 //!   endpoint's [`Event::ReceptionReported`] goes to the encoder's RTCP
 //!   address as it came, so that the encoder hears its receivers as if
 //!   the overlay were one RTP translator (RFC 3550 §7.2).
@@ -239,10 +240,14 @@ pub struct NetCounters {
     /// applications sent) the endpoint passed on to a source.
     pub reception_reports: u64,
     /// Report blocks from the receiving applications not passed on: about
-    /// a stream (SSRC) the node delivered none of, within
-    /// [`RECEPTION_REPORT_GAP`] of the last report of the same session and
-    /// application, or refused by the endpoint (a source not present).
+    /// a stream (SSRC) the node delivered none of, past the ten a report
+    /// carries, or refused by the endpoint (a source not present).
     pub reception_blocks_dropped: u64,
+    /// Report blocks from the receiving applications that waited for
+    /// their report's [`RECEPTION_REPORT_GAP`] and were replaced by a
+    /// newer block about the same stream from the same application
+    /// before it passed (the newer went on).
+    pub reception_blocks_replaced: u64,
     /// Reception reports from the receivers sent to this node's encoder.
     pub encoder_reception_reports: u64,
     /// Reception reports for this node's encoder not sent: with no encoder
@@ -346,7 +351,8 @@ pub const STREAM_SILENCE: Duration = Duration::from_secs(10);
 /// session and receiving application: an RTP stack reports every second
 /// (WebRTC's video) to every five (RFC 3550's minimum interval), and an
 /// application that reports more often is thinned to this, so that its
-/// RTCP cannot take the overlay's control bandwidth.
+/// RTCP cannot take the overlay's control bandwidth: a report within the
+/// gap waits for it to pass, the newest block about each stream in it.
 pub const RECEPTION_REPORT_GAP: Duration = Duration::from_millis(500);
 /// How many retransmission requests a node passes on a second for one
 /// session and receiving application, at most (and
@@ -435,6 +441,19 @@ fn feedback_ssrc(streams: &[u32]) -> u32 {
     own
 }
 
+/// A receiving application's reception report about a session that waits
+/// for its [`RECEPTION_REPORT_GAP`] to pass.
+struct WaitingReport {
+    flow: FlowId,
+    /// The application's SSRC.
+    reporter: u32,
+    /// When its gap has passed (the next time it may go).
+    due: Instant,
+    /// Its blocks, a newer one replacing a waiting one about the same
+    /// stream.
+    blocks: Vec<rtcp::ReportBlock>,
+}
+
 /// The sockets behind [`MediaPorts`].
 struct Media {
     input: Option<UdpSocket>,
@@ -455,6 +474,9 @@ struct Media {
     /// The reception reports each session and receiving application may
     /// still pass on (one per [`RECEPTION_REPORT_GAP`]).
     reported: Budgets,
+    /// The reception reports waiting for their gap to pass (see
+    /// [`Media::wait_report`]).
+    waiting_reports: Vec<WaitingReport>,
     /// The retransmission requests each session and receiving application
     /// may still pass on (see [`RETRANSMISSION_REQUEST_RATE`]).
     nack_budget: Budgets,
@@ -578,6 +600,50 @@ impl Media {
             !go
         });
         due
+    }
+
+    /// Add a receiving application's `blocks` about session `flow` to the
+    /// report of theirs that waits for its [`RECEPTION_REPORT_GAP`] (a new
+    /// one, due at once, where none waits), each replacing a waiting block
+    /// about the same stream; returns how many it replaced. A newer block
+    /// about a stream says what the older said: its loss count, highest
+    /// sequence number and jitter are the stream's so far, and its last
+    /// sender report is the latest (only its fraction lost covers the
+    /// newer interval alone).
+    fn wait_report(
+        &mut self,
+        flow: FlowId,
+        reporter: u32,
+        blocks: Vec<rtcp::ReportBlock>,
+        at: Instant,
+    ) -> u64 {
+        let waiting = self
+            .waiting_reports
+            .iter_mut()
+            .find(|w| w.flow == flow && w.reporter == reporter);
+        let Some(w) = waiting else {
+            self.waiting_reports.push(WaitingReport {
+                flow,
+                reporter,
+                due: at,
+                blocks,
+            });
+            return 0;
+        };
+        let before = w.blocks.len();
+        let newer = |old: &rtcp::ReportBlock| {
+            let source = rtcp::block_source(old);
+            blocks.iter().any(|b| rtcp::block_source(b) == source)
+        };
+        w.blocks.retain(|old| !newer(old));
+        let replaced = before - w.blocks.len();
+        w.blocks.extend(blocks);
+        replaced as u64
+    }
+
+    /// When the first waiting reception report may go.
+    fn reports_due(&self) -> Option<Instant> {
+        self.waiting_reports.iter().map(|w| w.due).min()
     }
 
     /// Where a unit of `flow` goes, and whether to an RTCP port: the RTP
@@ -785,6 +851,7 @@ impl<E: Endpoint> Node<E> {
             own_streams: OwnStreams::default(),
             last_request: None,
             reported: Budgets::default(),
+            waiting_reports: Vec::new(),
             nack_budget: Budgets::default(),
             rate_feedback: ports.rate_feedback,
             offered_bps: None,
@@ -833,9 +900,22 @@ impl<E: Endpoint> Node<E> {
         loop {
             self.drain(&mut on_event).await?;
             let deadline = self.endpoint.poll_timeout();
+            // The node wakes for the endpoint's timer, or for a reception
+            // report whose gap passes first.
+            let endpoint_at = deadline.map(|t| self.instant(t));
+            let reports_at = self.media.as_ref().and_then(Media::reports_due);
+            let for_endpoint = match (endpoint_at, reports_at) {
+                (Some(e), Some(r)) => e <= r,
+                (e, _) => e.is_some(),
+            };
+            let wake = if for_endpoint {
+                endpoint_at
+            } else {
+                reports_at
+            };
             let sleep = async {
-                match deadline {
-                    Some(t) => timer.sleep_until(self.instant(t)).await,
+                match wake {
+                    Some(at) => timer.sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
@@ -865,18 +945,21 @@ impl<E: Endpoint> Node<E> {
                 slept = sleep => {
                     slept?;
                     let now = self.now();
-                    if let Some(due) = deadline {
+                    if let Some(due) = deadline.filter(|_| for_endpoint) {
                         // A timer due before the node started (an
                         // endpoint's first, "at once", at time zero) is
                         // late only by the time since the start: from its
                         // own time a node whose epoch lies years back read
                         // it as years late.
                         self.timer_late.record(now.saturating_since(due.max(self.born())));
+                        self.endpoint.handle_timeout(now);
                     }
-                    self.endpoint.handle_timeout(now);
+                    self.send_reception_reports(false);
                 }
             }
         }
+        // Nothing the receivers said is left behind.
+        self.send_reception_reports(true);
         let now = self.now();
         self.endpoint.handle_close(now);
         self.drain(&mut on_event).await?;
@@ -1015,30 +1098,59 @@ impl<E: Endpoint> Node<E> {
         }
     }
 
-    /// Pass each session's reception report on to the endpoint, unless one
-    /// of the same session and application went within
-    /// [`RECEPTION_REPORT_GAP`].
+    /// Pass each session's reception report on to the endpoint; one
+    /// within [`RECEPTION_REPORT_GAP`] of the last of the same session and
+    /// application waits until the gap has passed, and what comes meanwhile
+    /// joins it (see [`Media::wait_report`]).
     fn pass_reception_reports(&mut self, reports: Vec<(FlowId, u32, Vec<rtcp::ReportBlock>)>) {
         let Some(media) = self.media.as_mut().filter(|_| !reports.is_empty()) else {
             return;
         };
         let at = Instant::now();
+        for (flow, reporter, blocks) in reports {
+            self.counters.reception_blocks_replaced +=
+                media.wait_report(flow, reporter, blocks, at);
+        }
+        self.send_reception_reports(false);
+    }
+
+    /// Pass on the waiting reception reports whose gap has passed (every
+    /// one, when `all`: the node is stopping).
+    fn send_reception_reports(&mut self, all: bool) {
+        let Some(media) = self
+            .media
+            .as_mut()
+            .filter(|m| !m.waiting_reports.is_empty())
+        else {
+            return;
+        };
+        let at = Instant::now();
         media.reported.forget_silent(at);
         let now = protocol_time(self.origin + self.start.elapsed());
-        // One report a gap: a budget that fills at one a gap, one at most.
+        // One report a gap: a budget that fills at one a gap, one at most
+        // (less a rounding's worth, so that a report due now goes now).
         let rate = 1.0 / RECEPTION_REPORT_GAP.as_secs_f64();
-        for (flow, reporter, blocks) in reports {
-            let left = media.reported.at(flow, reporter, at, rate, 1.0);
-            if *left < 1.0 {
-                self.counters.reception_blocks_dropped += blocks.len() as u64;
+        let mut i = 0;
+        while i < media.waiting_reports.len() {
+            let w = &mut media.waiting_reports[i];
+            let left = media.reported.at(w.flow, w.reporter, at, rate, 1.0);
+            if *left < 1.0 - 1e-9 && !all {
+                w.due = at + Duration::from_secs_f64((1.0 - *left) / rate);
+                i += 1;
                 continue;
             }
+            let WaitingReport {
+                flow,
+                reporter,
+                blocks,
+                ..
+            } = media.waiting_reports.remove(i);
             let kept = blocks.len().min(REPORT_BLOCKS_CARRIED);
             self.counters.reception_blocks_dropped += (blocks.len() - kept) as u64;
             let report = rtcp::receiver_report(reporter, &blocks[..kept]);
             if kept > 0 && self.endpoint.handle_reception_report(now, flow, &report) {
                 self.counters.reception_reports += 1;
-                *left -= 1.0;
+                *left = (*left - 1.0).max(0.0);
             } else {
                 self.counters.reception_blocks_dropped += kept as u64;
             }
@@ -1439,6 +1551,7 @@ mod tests {
             own_streams: OwnStreams::default(),
             last_request: None,
             reported: Budgets::default(),
+            waiting_reports: Vec::new(),
             nack_budget: Budgets::default(),
             rate_feedback: false,
             offered_bps: None,

@@ -617,8 +617,11 @@ async fn receivers_reception_reports_reach_the_encoder() {
     let (b, c) = (0xB0_u32, 0xC0_u32);
     // B's decoder reports on its RTCP port: a block about A's stream and
     // one about a stream B delivered none of (dropped); 100 ms later again
-    // (within the gap: dropped); after the gap a report of twelve blocks
-    // (ten pass: a report the overlay carries holds ten).
+    // (within the gap: it waits for the gap to pass), and 100 ms after
+    // that again (it replaces the waiting block, and goes when the gap has
+    // passed); 600 ms later a report of twelve blocks (within the gap of
+    // the second report: it waits; then ten pass, as a report the overlay
+    // carries holds ten).
     let b_first = report_block(STREAM, 1);
     let stray = report_block(STREAM + 1, 2);
     decoder_b
@@ -629,6 +632,12 @@ async fn receivers_reception_reports_reach_the_encoder() {
     let b_again = report_block(STREAM, 3);
     decoder_b
         .send_to(&rtcp::receiver_report(b, &[b_again]), feedback_at)
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let b_newer = report_block(STREAM, 5);
+    decoder_b
+        .send_to(&rtcp::receiver_report(b, &[b_newer]), feedback_at)
         .await
         .expect("send");
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -649,8 +658,12 @@ async fn receivers_reception_reports_reach_the_encoder() {
     let (counters, got) = t.end().await;
     let (a, b_ran, c_ran) = (&counters[0], &counters[1], &counters[2]);
     assert_eq!(
-        (b_ran.0.reception_reports, b_ran.0.reception_blocks_dropped),
-        (2, 4),
+        (
+            b_ran.0.reception_reports,
+            b_ran.0.reception_blocks_dropped,
+            b_ran.0.reception_blocks_replaced
+        ),
+        (3, 3, 1),
         "B: {:?}",
         b_ran.0
     );
@@ -665,26 +678,28 @@ async fn receivers_reception_reports_reach_the_encoder() {
             b_ran.1.reception_reports_sent,
             c_ran.1.reception_reports_sent
         ),
-        (2, 1)
+        (3, 1)
     );
-    assert_eq!(a.1.reception_reports_received, 3);
+    assert_eq!(a.1.reception_reports_received, 4);
     assert_eq!(
         (
             a.0.encoder_reception_reports,
             a.0.encoder_reception_reports_held
         ),
-        (3, 0),
+        (4, 0),
         "A: {:?}",
         a.0
     );
     // The encoder got each as one receiver report from its application,
-    // its blocks as they were sent (C's before or after B's second).
+    // its blocks as they were sent (C's before or after B's second): B's
+    // second is its newest block of the three within the gap.
     let mut reports: Vec<Vec<(u32, rtcp::ReportBlock)>> =
         got.iter().map(|p| rtcp::reception_blocks(p)).collect();
     assert!(got.iter().all(|p| p[1] == 201), "{got:?}");
     reports.sort();
     let mut want = vec![
         vec![(b, b_first)],
+        vec![(b, b_newer)],
         b_many[..10].iter().map(|&k| (b, k)).collect(),
         vec![(c, c_block)],
     ];

@@ -698,10 +698,13 @@ pub struct NetSummary {
     /// sessions' sources.
     pub reception_reports: u64,
     /// Report blocks from the receiving applications not passed on: about
-    /// a stream this node delivered none of, within 0.5 s of the last
-    /// report of the same session and application, or for a source not
-    /// present.
+    /// a stream this node delivered none of, past the ten a report
+    /// carries, or for a source not present.
     pub reception_blocks_dropped: u64,
+    /// Report blocks that waited for their report's 0.5 s since the last
+    /// one of the same session and application and were replaced by a
+    /// newer block about the same stream (which went on).
+    pub reception_blocks_replaced: u64,
     /// Receivers' reception reports sent to this node's encoder.
     pub encoder_reception_reports: u64,
     /// Receivers' reception reports for this node's encoder not sent
@@ -820,6 +823,7 @@ impl NetSummary {
             encoder_reports: c.encoder_reports,
             reception_reports: c.reception_reports,
             reception_blocks_dropped: c.reception_blocks_dropped,
+            reception_blocks_replaced: c.reception_blocks_replaced,
             encoder_reception_reports: c.encoder_reception_reports,
             encoder_reception_reports_held: c.encoder_reception_reports_held,
             retransmission_requests: c.retransmission_requests,
