@@ -624,28 +624,21 @@ async fn receivers_reception_reports_reach_the_encoder() {
     // carries holds ten).
     let b_first = report_block(STREAM, 1);
     let stray = report_block(STREAM + 1, 2);
-    decoder_b
-        .send_to(&rtcp::receiver_report(b, &[b_first, stray]), feedback_at)
-        .await
-        .expect("send");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let b_again = report_block(STREAM, 3);
-    decoder_b
-        .send_to(&rtcp::receiver_report(b, &[b_again]), feedback_at)
-        .await
-        .expect("send");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let b_newer = report_block(STREAM, 5);
-    decoder_b
-        .send_to(&rtcp::receiver_report(b, &[b_newer]), feedback_at)
-        .await
-        .expect("send");
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (b_again, b_newer) = (report_block(STREAM, 3), report_block(STREAM, 5));
     let b_many: Vec<_> = (0..12).map(|k| report_block(STREAM, 10 + k)).collect();
-    decoder_b
-        .send_to(&rtcp::receiver_report(b, &b_many), feedback_at)
-        .await
-        .expect("send");
+    let reports = [
+        (0, vec![b_first, stray]),
+        (100, vec![b_again]),
+        (100, vec![b_newer]),
+        (600, b_many.clone()),
+    ];
+    for (after_ms, blocks) in reports {
+        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+        decoder_b
+            .send_to(&rtcp::receiver_report(b, &blocks), feedback_at)
+            .await
+            .expect("send");
+    }
     // C's decoder, which also sends (a sender report), answers the
     // address its RTP came from, its block among its own goodbye.
     let c_block = report_block(STREAM, 4);
