@@ -145,6 +145,7 @@ pub(crate) struct RawConference {
     media_sizes: Option<Spanned<Vec<Spanned<i64>>>>,
     size_target_ms: Option<Spanned<f64>>,
     size_fanout: Option<bool>,
+    size_slack: Option<Spanned<f64>>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
     ceiling_exponent: Option<Spanned<f64>>,
@@ -413,6 +414,10 @@ pub(crate) fn check(
     }
     if let Some(v) = raw.size_fanout {
         params.size_fanout = v;
+    }
+    // 0 sizes by the target alone.
+    if let Some(v) = fraction(&raw.size_slack, "conference.size_slack")? {
+        params.size_slack = v;
     }
     if let Some(v) = positive_fraction(&raw.ceiling_exponent, "conference.ceiling_exponent")? {
         params.ceiling_exponent = v;

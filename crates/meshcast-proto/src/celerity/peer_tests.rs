@@ -4095,13 +4095,21 @@ fn sources_size_their_packets_for_their_slowest_path_and_hold_it() {
     }
 }
 
+/// A peer whose packet size counts serialisation alone
+/// (`size_slack` off: its links' delays are not measured here).
+fn sized_by_serialisation(n: usize) -> CelerityPeer {
+    let mut c = cfg(n, 0);
+    c.params.size_slack = 0.0;
+    CelerityPeer::new(c).unwrap()
+}
+
 /// The packet size counts the paths of the trees that carry at least
 /// [`SIZE_TREE_SHARE`] of the session's rate: a relayed tree with a sliver
 /// of it, over a link whose measure is far above the others', does not
 /// shrink the session's packets; with a real share of the rate it does.
 #[test]
 fn thin_trees_do_not_size_the_packets() {
-    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    let mut p = sized_by_serialisation(3);
     for v in [1, 2] {
         p.outgoing[v].per_byte = Some(10e-6);
     }
@@ -4114,7 +4122,7 @@ fn thin_trees_do_not_size_the_packets() {
         occ: vec![(0, None), (1, Some(0)), (2, Some(1))],
     };
     let longest = |p: &CelerityPeer, chain_rate: f64| {
-        p.longest_path_per_byte(&[(star.clone(), 95.0), (chain.clone(), chain_rate)])
+        p.longest_path_per_byte(&[(star.clone(), 95.0), (chain.clone(), chain_rate)], 0.03)
     };
     // The star's second copy waits for the first (`size_fanout`).
     assert_eq!(longest(&p, 0.0), Some(20e-6));
@@ -4134,14 +4142,15 @@ fn thin_trees_do_not_size_the_packets() {
 /// of the two links' measure; and a relay does send by member.
 #[test]
 fn the_packet_size_counts_the_copies_sent_before() {
-    let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();
+    let mut p = sized_by_serialisation(4);
     for v in 1..4 {
         p.outgoing[v].per_byte = Some(10e-6);
     }
     // 1 → 2 is quick, 1 → 3 slow.
     p.src.per_byte[4 + 2] = Some(30e-6);
     p.src.per_byte[4 + 3] = Some(100e-6);
-    let longest = |p: &CelerityPeer, tree: &Tree| p.longest_path_per_byte(&[(tree.clone(), 100.0)]);
+    let longest =
+        |p: &CelerityPeer, tree: &Tree| p.longest_path_per_byte(&[(tree.clone(), 100.0)], 0.03);
     let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
     // The source's three copies: the third waits for two.
     let star = Tree {
@@ -4190,6 +4199,47 @@ fn the_packet_size_counts_the_copies_sent_before() {
         .map(|t| t.to)
         .collect();
     assert_eq!(to, vec![r.cfg.participants[2], r.cfg.participants[3]]);
+}
+
+/// `size_slack`: a path may serialise a packet in half its slack (the
+/// delay bound less its propagation) as well as in the target, so a path
+/// near the bound counts as slower by the target over that half; a path
+/// with slack to spare counts its serialisation alone, and one past the
+/// bound asks for the smallest packets. The slack needs every counted
+/// link's delay; with the share off it is not read.
+#[test]
+fn a_path_near_the_bound_sizes_the_packets_by_its_slack() {
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    assert_eq!(p.cfg.params.size_slack, 0.5);
+    for v in [1, 2] {
+        p.outgoing[v].per_byte = Some(10e-6);
+    }
+    p.src.per_byte[3 + 2] = Some(10e-6);
+    let chain = [(
+        Tree {
+            occ: vec![(0, None), (1, Some(0)), (2, Some(1))],
+        },
+        100.0,
+    )];
+    let target = 0.030;
+    // 1 → 2's delay not reported yet: no decision.
+    p.outgoing[1].rtt_min.sample(Time::ZERO, 0.100);
+    assert_eq!(p.longest_path_per_byte(&chain, target), None);
+    let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-12;
+    p.src.reported_at[3 + 2] = Some(Time::ZERO);
+    // 50 + 60 ms: 90 ms of slack, 45 of it past the target's 30.
+    p.src.delays[3 + 2] = Duration::from_millis(60);
+    assert!(close(p.longest_path_per_byte(&chain, target), 20e-6));
+    // 50 + 130 ms: 20 ms of slack, half of it 10 ms, a third of 30.
+    p.src.delays[3 + 2] = Duration::from_millis(130);
+    assert!(close(p.longest_path_per_byte(&chain, target), 60e-6));
+    // Past the bound: a microsecond allowed.
+    p.src.delays[3 + 2] = Duration::from_millis(160);
+    assert!(close(p.longest_path_per_byte(&chain, target), 20e-6 * 3e4));
+    // Off: the serialisation alone, the delays not needed.
+    p.cfg.params.size_slack = 0.0;
+    p.src.reported_at[3 + 2] = None;
+    assert!(close(p.longest_path_per_byte(&chain, target), 20e-6));
 }
 
 /// The frame budget: the session's rate over the delay bound less the
