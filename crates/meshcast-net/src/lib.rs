@@ -572,6 +572,43 @@ impl OwnStreams {
 }
 
 impl Media {
+    /// The sockets and state of `ports`, nothing delivered or budgeted
+    /// yet. Must be called within a Tokio runtime.
+    fn new(ports: MediaPorts) -> io::Result<Media> {
+        let input = tokio_socket(ports.input)?;
+        let any: SocketAddr = match ports.outputs.first() {
+            Some((_, a)) if a.is_ipv6() => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+            _ => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        };
+        let output = std::net::UdpSocket::bind(any)?;
+        output.set_nonblocking(true)?;
+        let feedback = tokio_socket(ports.feedback)?;
+        Ok(Media {
+            input,
+            input_rtcp: tokio_socket(ports.input_rtcp)?,
+            output: UdpSocket::from_std(output)?,
+            outputs: ports.outputs.into_iter().collect(),
+            rtcp_outputs: ports.rtcp_outputs.into_iter().collect(),
+            type_outputs: ports
+                .type_outputs
+                .into_iter()
+                .map(|t| ((t.flow, t.payload_type), t))
+                .collect(),
+            feedback,
+            encoder_feedback: ports.encoder_feedback,
+            request_gap: ports.request_gap,
+            streams: Delivered::default(),
+            own_streams: OwnStreams::default(),
+            last_request: None,
+            reported: Budgets::default(),
+            waiting_reports: Vec::new(),
+            nack_budget: Budgets::default(),
+            rate_feedback: ports.rate_feedback,
+            offered_bps: None,
+            rate_told: None,
+            held: Vec::new(),
+        })
+    }
     /// Whether an RTCP `unit` of `flow` must wait for its stream's first
     /// RTP packet: the flow sends some payload types to ports of their
     /// own, and the unit's stream has not been delivered yet, so its
@@ -825,39 +862,7 @@ impl<E: Endpoint> Node<E> {
     /// take media: [`Endpoint::handle_media`]). Must be called within a
     /// Tokio runtime.
     pub fn set_media(&mut self, ports: MediaPorts) -> io::Result<()> {
-        let input = tokio_socket(ports.input)?;
-        let any: SocketAddr = match ports.outputs.first() {
-            Some((_, a)) if a.is_ipv6() => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-            _ => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-        };
-        let output = std::net::UdpSocket::bind(any)?;
-        output.set_nonblocking(true)?;
-        let feedback = tokio_socket(ports.feedback)?;
-        self.media = Some(Media {
-            input,
-            input_rtcp: tokio_socket(ports.input_rtcp)?,
-            output: UdpSocket::from_std(output)?,
-            outputs: ports.outputs.into_iter().collect(),
-            rtcp_outputs: ports.rtcp_outputs.into_iter().collect(),
-            type_outputs: ports
-                .type_outputs
-                .into_iter()
-                .map(|t| ((t.flow, t.payload_type), t))
-                .collect(),
-            feedback,
-            encoder_feedback: ports.encoder_feedback,
-            request_gap: ports.request_gap,
-            streams: Delivered::default(),
-            own_streams: OwnStreams::default(),
-            last_request: None,
-            reported: Budgets::default(),
-            waiting_reports: Vec::new(),
-            nack_budget: Budgets::default(),
-            rate_feedback: ports.rate_feedback,
-            offered_bps: None,
-            rate_told: None,
-            held: Vec::new(),
-        });
+        self.media = Some(Media::new(ports)?);
         Ok(())
     }
 
@@ -1529,35 +1534,18 @@ mod tests {
     async fn a_report_of_a_stream_not_heard_yet_waits_for_its_first_packet() {
         let at = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
         let (typed, plain) = (FlowId(0), FlowId(1));
-        let mut m = Media {
-            input: None,
-            input_rtcp: None,
-            output: UdpSocket::bind(at(0)).await.expect("bind"),
-            outputs: HashMap::from([(typed, at(5000)), (plain, at(5100))]),
-            rtcp_outputs: HashMap::from([(typed, at(5001)), (plain, at(5101))]),
-            type_outputs: HashMap::from([(
-                (typed, 97),
-                TypeOutput {
-                    flow: typed,
-                    payload_type: 97,
-                    rtp: at(5002),
-                    rtcp: Some(at(5003)),
-                },
-            )]),
-            feedback: None,
-            encoder_feedback: None,
-            request_gap: Duration::ZERO,
-            streams: Delivered::default(),
-            own_streams: OwnStreams::default(),
-            last_request: None,
-            reported: Budgets::default(),
-            waiting_reports: Vec::new(),
-            nack_budget: Budgets::default(),
-            rate_feedback: false,
-            offered_bps: None,
-            rate_told: None,
-            held: Vec::new(),
-        };
+        let mut m = Media::new(MediaPorts {
+            outputs: vec![(typed, at(5000)), (plain, at(5100))],
+            rtcp_outputs: vec![(typed, at(5001)), (plain, at(5101))],
+            type_outputs: vec![TypeOutput {
+                flow: typed,
+                payload_type: 97,
+                rtp: at(5002),
+                rtcp: Some(at(5003)),
+            }],
+            ..MediaPorts::default()
+        })
+        .expect("media");
         let report = |ssrc: u32| {
             let mut p = vec![0x80, 200, 0, 6];
             p.extend_from_slice(&ssrc.to_be_bytes());
