@@ -146,6 +146,7 @@ pub(crate) struct RawConference {
     size_target_ms: Option<Spanned<f64>>,
     size_fanout: Option<bool>,
     size_slack: Option<Spanned<f64>>,
+    moved_only: Option<bool>,
     max_rate_kbps: Option<Spanned<f64>>,
     queue_ceiling_ms: Option<Spanned<f64>>,
     ceiling_exponent: Option<Spanned<f64>>,
@@ -418,6 +419,9 @@ pub(crate) fn check(
     // 0 sizes by the target alone.
     if let Some(v) = fraction(&raw.size_slack, "conference.size_slack")? {
         params.size_slack = v;
+    }
+    if let Some(v) = raw.moved_only {
+        params.moved_only = v;
     }
     if let Some(v) = positive_fraction(&raw.ceiling_exponent, "conference.ceiling_exponent")? {
         params.ceiling_exponent = v;

@@ -2573,6 +2573,85 @@ fn large_conferences_repack_less_often() {
     }
 }
 
+/// `moved_only`: a head's link-state report to a session's source carries
+/// the links whose rate moved by more than 1% (or whose delay changed),
+/// and every link with the heartbeat; a tail's rate update the sessions
+/// whose rate moved, and every session with its heartbeat. With the
+/// switch off every message carries every rate.
+#[test]
+fn reports_and_rate_updates_carry_only_the_rates_that_moved() {
+    let s = Duration::from_secs_f64;
+    let sent = |p: &mut CelerityPeer, to: usize| {
+        let msgs = wire::parse_control(&p.outgoing[to].pending).unwrap();
+        p.outgoing[to].pending.clear();
+        msgs
+    };
+    for moved_only in [true, false] {
+        let mut c = cfg(4, 0);
+        c.params.moved_only = moved_only;
+        // The links stay up without packets.
+        c.params.liveness = Duration::from_secs(60);
+        let mut p = CelerityPeer::new(c).unwrap();
+        let t0 = Time::from_secs(1);
+        for v in 1..4 {
+            p.present[v] = true;
+            p.direct[v] = Some(t0);
+            p.outgoing[v].rtt_min.sample(t0, 0.020);
+        }
+        // Session 1's rates on this head's links to 2 and 3.
+        p.outgoing[2].rates[1] = 100.0;
+        p.outgoing[3].rates[1] = 200.0;
+        let links = |msgs: Vec<Control>| -> Vec<u8> {
+            match &msgs[..] {
+                [Control::LinkState { session: 1, links }] => links.iter().map(|l| l.0).collect(),
+                [] => Vec::new(),
+                other => panic!("{other:?}"),
+            }
+        };
+        p.report(1, t0);
+        assert_eq!(links(sent(&mut p, 1)), vec![2, 3], "the first is full");
+        // 2's rate moves by 5%: only 2's link, or both with the switch off.
+        p.outgoing[2].rates[1] = 105.0;
+        p.report(1, t0 + s(0.3));
+        let want = if moved_only { vec![2] } else { vec![2, 3] };
+        assert_eq!(links(sent(&mut p, 1)), want);
+        // Nothing moved, and the heartbeat is not due: nothing.
+        p.report(1, t0 + s(0.6));
+        assert_eq!(links(sent(&mut p, 1)), Vec::<u8>::new());
+        // 3's rate moves once the heartbeat (3 s) of the first full report
+        // is due: every link.
+        p.outgoing[3].rates[1] = 150.0;
+        p.report(1, t0 + s(3.1));
+        assert_eq!(links(sent(&mut p, 1)), vec![2, 3]);
+        // A delay that changed goes with the next report that has news.
+        p.outgoing[3].rtt_min.sample(t0 + s(3.2), 0.010);
+        p.outgoing[2].rates[1] = 120.0;
+        p.report(1, t0 + s(3.4));
+        assert_eq!(links(sent(&mut p, 1)), vec![2, 3], "{moved_only}");
+
+        // The tail of the link from 1 (sessions 1, 2 and 3; 0 is this
+        // peer's own): the first update is full, then 3's rate moves, then
+        // nothing, then 2's at the heartbeat (2 s).
+        let present = p.present.clone();
+        let tell = |p: &mut CelerityPeer, at: f64| {
+            p.incoming[1]
+                .rates_to_tell(t0 + s(at), 0, &present, moved_only)
+                .map(|(rates, _)| rates.iter().map(|r| r.0).collect::<Vec<_>>())
+        };
+        p.incoming[1].rates[2] = 300.0;
+        assert_eq!(tell(&mut p, 4.0), Some(vec![1, 2, 3]), "the first is full");
+        p.incoming[1].rates[3] = 330.0;
+        let want = if moved_only { vec![3] } else { vec![1, 2, 3] };
+        assert_eq!(tell(&mut p, 4.2), Some(want));
+        assert_eq!(tell(&mut p, 4.4), None);
+        p.incoming[1].rates[2] = 360.0;
+        assert_eq!(tell(&mut p, 6.1), Some(vec![1, 2, 3]));
+        // Without news a heartbeat after the last update (partial or
+        // full) comes full.
+        assert_eq!(tell(&mut p, 8.2), Some(vec![1, 2, 3]));
+    }
+}
+
 #[test]
 fn control_rides_along_only_within_one_datagram() {
     let mut p = CelerityPeer::new(cfg(4, 0)).unwrap();

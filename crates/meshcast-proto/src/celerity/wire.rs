@@ -598,7 +598,7 @@ fn parse_after_link(
     }
 }
 
-fn parse_control(buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
+pub(crate) fn parse_control(buf: &[u8]) -> Result<Vec<Control>, CelerityWireError> {
     parse_tlvs(buf, true)
 }
 
@@ -854,22 +854,69 @@ fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
 /// Append `c`'s encoding to `pending` (TLV bytes not sent yet), first
 /// removing any message there that `c` supersedes: the newer rate update,
 /// link state or session state of the same session says all the older one
-/// did. Returns the bytes saved.
-pub fn queue_superseding(c: &Control, pending: &mut Vec<u8>) -> usize {
+/// did. With `merge` (rate updates and link states that carry only the
+/// rates that moved, `CelerityParams::moved_only`) a rate update or link
+/// state takes in the entries of the one it replaces that it does not
+/// carry itself, so that nothing the older said is lost. Returns the
+/// bytes saved.
+pub fn queue_superseding(c: &Control, pending: &mut Vec<u8>, merge: bool) -> usize {
     let mut fresh = Vec::new();
     emit_control(c, &mut fresh);
+    let emitted = fresh.len();
     let key = supersede_key(&fresh);
     let before = pending.len();
     if key.is_some() {
         let mut kept = Vec::with_capacity(pending.len());
-        for m in waiting(pending).filter(|m| supersede_key(m) != key) {
-            kept.extend_from_slice(m);
+        for m in waiting(pending) {
+            if supersede_key(m) != key {
+                kept.extend_from_slice(m);
+            } else if merge {
+                merge_entries(m, &mut fresh);
+            }
         }
         *pending = kept;
     }
-    let saved = before - pending.len();
+    // What the older messages took, less what the merge took in of them.
+    let saved = (before - pending.len()).saturating_sub(fresh.len() - emitted);
     pending.extend_from_slice(&fresh);
     saved
+}
+
+/// The fixed bytes after the length byte and the bytes per entry of a
+/// message whose entries are keyed by their first byte: a rate update's
+/// (echo and hold; session and rate) and a link state's (session; tail,
+/// rate and delay).
+fn entry_layout(tlv: u8) -> Option<(usize, usize)> {
+    match tlv {
+        TLV_RATE => Some((8, 3)),
+        TLV_STATE => Some((1, 5)),
+        _ => None,
+    }
+}
+
+/// Add to `fresh` (one rate update or link state) the entries of `older`
+/// (one of the same type and key) whose first byte, the session or the
+/// tail, `fresh` has none of, and set its length. Malformed or full
+/// messages are left as they are.
+fn merge_entries(older: &[u8], fresh: &mut Vec<u8>) {
+    let Some((fixed, entry)) = entry_layout(fresh[0]) else {
+        return;
+    };
+    let entries = |m: &[u8]| -> Option<Vec<u8>> {
+        let body = m.get(2 + fixed..2 + usize::from(*m.get(1)?))?;
+        (body.len() % entry == 0).then(|| body.to_vec())
+    };
+    let (Some(old), Some(new)) = (entries(older), entries(fresh)) else {
+        return;
+    };
+    let has = |k: u8| new.chunks(entry).any(|e| e[0] == k);
+    for e in old.chunks(entry).filter(|e| !has(e[0])) {
+        if fresh.len() - 2 + entry > usize::from(u8::MAX) {
+            break;
+        }
+        fresh.extend_from_slice(e);
+    }
+    fresh[1] = (fresh.len() - 2) as u8;
 }
 
 /// Take from `pending` (TLV bytes not sent yet) the messages that fit in
@@ -1576,11 +1623,11 @@ mod tests {
         };
         let mut pending = Vec::new();
         for c in [rate(1), state(0, 1), state(1, 1), Control::Hello] {
-            queue_superseding(&c, &mut pending);
+            queue_superseding(&c, &mut pending, false);
         }
-        assert!(queue_superseding(&rate(2), &mut pending) > 0);
-        assert!(queue_superseding(&state(1, 2), &mut pending) > 0);
-        assert_eq!(queue_superseding(&Control::Hello, &mut pending), 0);
+        assert!(queue_superseding(&rate(2), &mut pending, false) > 0);
+        assert!(queue_superseding(&state(1, 2), &mut pending, false) > 0);
+        assert_eq!(queue_superseding(&Control::Hello, &mut pending, false), 0);
         assert_eq!(
             parse_control(&pending).unwrap(),
             vec![
@@ -1591,6 +1638,53 @@ mod tests {
                 Control::Hello
             ]
         );
+    }
+
+    /// With `merge` (rates that moved only): the newer rate update or
+    /// link state takes in the older one's entries it does not carry, its
+    /// own values winning, so that nothing the older said is lost; other
+    /// sessions' link states and other messages stay as they were.
+    #[test]
+    fn newer_messages_take_in_what_the_older_said_with_merge() {
+        let rate = |echo, rates: &[(u8, u32)]| Control::RateUpdate {
+            echo_ts_us: echo,
+            hold_us: 2,
+            rates: rates.to_vec(),
+        };
+        let state = |s, links: &[(u8, u32, u16)]| Control::LinkState {
+            session: s,
+            links: links.to_vec(),
+        };
+        let mut pending = Vec::new();
+        for c in [
+            rate(1, &[(0, 100), (1, 200)]),
+            state(0, &[(1, 300, 5), (2, 400, 6)]),
+            state(1, &[(2, 500, 7)]),
+            Control::Hello,
+        ] {
+            assert_eq!(queue_superseding(&c, &mut pending, true), 0);
+        }
+        // Session 1's rate is newer, 2's new; 0's stays.
+        queue_superseding(&rate(9, &[(1, 250), (2, 50)]), &mut pending, true);
+        // Tail 2's link is newer; tail 1's stays.
+        let saved = queue_superseding(&state(0, &[(2, 450, 8)]), &mut pending, true);
+        // The older message's header (type, length, session) is saved, its
+        // entry for tail 1 taken in.
+        assert_eq!(saved, 3 + 5);
+        assert_eq!(
+            parse_control(&pending).unwrap(),
+            vec![
+                state(1, &[(2, 500, 7)]),
+                Control::Hello,
+                rate(9, &[(1, 250), (2, 50), (0, 100)]),
+                state(0, &[(2, 450, 8), (1, 300, 5)]),
+            ]
+        );
+        // Without merge the newer replaces the older whole.
+        let mut plain = Vec::new();
+        queue_superseding(&rate(1, &[(0, 100)]), &mut plain, false);
+        queue_superseding(&rate(9, &[(1, 250)]), &mut plain, false);
+        assert_eq!(parse_control(&plain).unwrap(), vec![rate(9, &[(1, 250)])]);
     }
 
     #[test]
