@@ -2558,8 +2558,7 @@ struct Outgoing {
     reported: [f64; MAX_PARTICIPANTS],
     reported_at: [Option<Time>; MAX_PARTICIPANTS],
     /// With [`CelerityParams::moved_only`]: per session, the link's delay
-    /// as its source was last told it (`None` before, and after the
-    /// source left).
+    /// as its source was last told it (`None` before the first report).
     told_delay: [Option<u16>; MAX_PARTICIPANTS],
     /// With [`CelerityParams::moved_only`], of the neighbour's own
     /// session: when its source was last told every link's rate.
@@ -2605,28 +2604,27 @@ impl Incoming {
         moved_only: bool,
     ) -> Option<(Vec<(u8, u32)>, bool)> {
         let n = present.len();
-        let changed = (0..n).any(|m| moved(self.rates[m], self.sent_rates[m]));
+        // The sessions whose rate moved since the head was told it.
+        let moved_since: u16 = (0..n)
+            .filter(|&m| moved(self.rates[m], self.sent_rates[m]))
+            .fold(0, |mask, m| mask | 1 << m);
         let heartbeat =
             |at: Option<Time>| at.is_none_or(|t| now.saturating_since(t) >= TAIL_HEARTBEAT);
         let stale = heartbeat(self.sent_at);
-        if !(changed || stale) {
+        if moved_since == 0 && !stale {
             return None;
         }
         let full = !moved_only || heartbeat(self.full_sent_at);
+        let told = if full { u16::MAX } else { moved_since };
         let rates = (0..n)
-            .filter(|&m| m != me && present[m])
-            .filter(|&m| full || moved(self.rates[m], self.sent_rates[m]))
+            .filter(|&m| m != me && present[m] && told & (1 << m) != 0)
             .map(|m| (m as u8, (self.rates[m] * 1e3).round() as u32))
             .collect();
+        for m in (0..MAX_PARTICIPANTS).filter(|&m| told & (1 << m) != 0) {
+            self.sent_rates[m] = self.rates[m];
+        }
         if full {
-            self.sent_rates = self.rates;
             self.full_sent_at = Some(now);
-        } else {
-            for m in 0..n {
-                if moved(self.rates[m], self.sent_rates[m]) {
-                    self.sent_rates[m] = self.rates[m];
-                }
-            }
         }
         self.sent_at = Some(now);
         Some((rates, stale))
@@ -3563,9 +3561,6 @@ impl CelerityPeer {
             // A returning member hears every rate first (`moved_only`).
             self.incoming[u].full_sent_at = None;
             self.outgoing[u].full_report_at = None;
-            for o in &mut self.outgoing {
-                o.told_delay[u] = None;
-            }
             // Its link sequence numbers start again, and so does recovery
             // on the links with it.
             self.outgoing[u].loss = 0.0;
@@ -4749,13 +4744,11 @@ impl CelerityPeer {
         let full = !self.moved_only() || heartbeat(self.outgoing[m].full_report_at);
         let mut links = Vec::new();
         let mut changed = false;
-        let mut any = false;
         for v in (0..self.n).filter(|&v| v != self.me && v != m && self.present[v]) {
             let o = &self.outgoing[v];
             let r = self.out_rate(v, m, now);
             let rate_moved = moved(r, o.reported[m]);
             changed |= rate_moved;
-            any = true;
             let d = o
                 .one_way_delay()
                 .map_or(0, |d| (d.as_nanos() / 100_000).min(65_535) as u16);
@@ -4763,8 +4756,11 @@ impl CelerityPeer {
                 links.push((v as u8, (r * 1e3).round() as u32, d));
             }
         }
+        // Stale implies full (its time is never after the last report's),
+        // and a moved link is always listed: nothing listed is nothing to
+        // say.
         let stale = heartbeat(self.outgoing[m].reported_at[m]);
-        if !any || !(changed || stale) || links.is_empty() {
+        if links.is_empty() || !(changed || stale) {
             return;
         }
         for &(v, r, d) in &links {

@@ -362,11 +362,19 @@ const _: () = assert!(MAX_RECEPTION_REPORT >= meshcast_core::MAX_RECEPTION_REPOR
 pub const MAX_RETRANSMISSION_REQUEST: usize = MAX_RECEPTION_REPORT;
 const _: () = assert!(MAX_RETRANSMISSION_REQUEST >= meshcast_core::MAX_RETRANSMISSION_REQUEST);
 
+/// A rate update's body: echo and hold (two `u32`), then per session its
+/// index and rate code.
+const RATE_FIXED: usize = 8;
+const RATE_ENTRY: usize = 3;
+/// A link state's body: the session, then per link its tail, rate code
+/// and delay.
+const STATE_FIXED: usize = 1;
+const STATE_ENTRY: usize = 5;
 /// The most `(session, rate)` pairs one rate update carries (its TLV body
 /// holds at most 255 bytes); more are left out.
-const MAX_RATES: usize = (255 - 8) / 3;
+const MAX_RATES: usize = (255 - RATE_FIXED) / RATE_ENTRY;
 /// The most links one link state carries; more are left out.
-const MAX_STATE_LINKS: usize = (255 - 1) / 5;
+const MAX_STATE_LINKS: usize = (255 - STATE_FIXED) / STATE_ENTRY;
 
 /// A rate in bit/s as it travels in rate updates and link states: an
 /// unsigned 16-bit float with a 5-bit exponent and an 11-bit fraction.
@@ -611,10 +619,10 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
         let body = &buf[2..2 + len];
         match kind {
             TLV_RATE => {
-                if len < 8 || (len - 8) % 3 != 0 {
+                if len < RATE_FIXED || (len - RATE_FIXED) % RATE_ENTRY != 0 {
                     return Err(CelerityWireError::Invalid("rate update length"));
                 }
-                let rates = (0..(len - 8) / 3)
+                let rates = (0..(len - RATE_FIXED) / RATE_ENTRY)
                     .map(|i| (body[8 + 3 * i], rate_from_wire(be_u16(body, 9 + 3 * i))))
                     .collect();
                 out.push(Control::RateUpdate {
@@ -624,10 +632,10 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                 });
             }
             TLV_STATE => {
-                if len < 1 || (len - 1) % 5 != 0 {
+                if len < STATE_FIXED || (len - STATE_FIXED) % STATE_ENTRY != 0 {
                     return Err(CelerityWireError::Invalid("link state length"));
                 }
-                let links = (0..(len - 1) / 5)
+                let links = (0..(len - STATE_FIXED) / STATE_ENTRY)
                     .map(|i| {
                         let o = 1 + 5 * i;
                         (
@@ -747,7 +755,7 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
         } => {
             let rates = &rates[..rates.len().min(MAX_RATES)];
             out.push(TLV_RATE);
-            out.push((8 + 3 * rates.len()) as u8);
+            out.push((RATE_FIXED + RATE_ENTRY * rates.len()) as u8);
             out.extend_from_slice(&echo_ts_us.to_be_bytes());
             out.extend_from_slice(&hold_us.to_be_bytes());
             for &(s, r) in rates {
@@ -758,7 +766,7 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
         Control::LinkState { session, links } => {
             let links = &links[..links.len().min(MAX_STATE_LINKS)];
             out.push(TLV_STATE);
-            out.push((1 + 5 * links.len()) as u8);
+            out.push((STATE_FIXED + STATE_ENTRY * links.len()) as u8);
             out.push(*session);
             for &(to, r, d) in links {
                 out.push(to);
@@ -884,12 +892,11 @@ pub fn queue_superseding(c: &Control, pending: &mut Vec<u8>, merge: bool) -> usi
 
 /// The fixed bytes after the length byte and the bytes per entry of a
 /// message whose entries are keyed by their first byte: a rate update's
-/// (echo and hold; session and rate) and a link state's (session; tail,
-/// rate and delay).
+/// (the session) and a link state's (the tail).
 fn entry_layout(tlv: u8) -> Option<(usize, usize)> {
     match tlv {
-        TLV_RATE => Some((8, 3)),
-        TLV_STATE => Some((1, 5)),
+        TLV_RATE => Some((RATE_FIXED, RATE_ENTRY)),
+        TLV_STATE => Some((STATE_FIXED, STATE_ENTRY)),
         _ => None,
     }
 }
