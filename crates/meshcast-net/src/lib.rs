@@ -498,6 +498,17 @@ const RTCP_HOLD: Duration = Duration::from_secs(1);
 /// The most RTCP units that wait so at once (the oldest goes on then).
 const RTCP_HELD_MAX: usize = 16;
 
+/// When the node wakes, and whether for the endpoint's timer: the sooner
+/// of the endpoint's deadline and the media's own (a reception report's
+/// gap, a held RTCP unit's hold), the endpoint's on a tie.
+fn first_wake(endpoint: Option<Instant>, media: Option<Instant>) -> (Option<Instant>, bool) {
+    match (endpoint, media) {
+        (Some(e), Some(m)) if m < e => (Some(m), false),
+        (Some(e), _) => (Some(e), true),
+        (None, m) => (m, false),
+    }
+}
+
 /// `socket` (if any) as a non-blocking Tokio socket.
 fn tokio_socket(socket: Option<std::net::UdpSocket>) -> io::Result<Option<UdpSocket>> {
     socket
@@ -681,6 +692,15 @@ impl Media {
     /// When the first waiting reception report may go.
     fn reports_due(&self) -> Option<Instant> {
         self.waiting_reports.iter().map(|w| w.due).min()
+    }
+
+    /// When the first held RTCP unit is due without its stream's packet
+    /// ([`RTCP_HOLD`] after it was held; see [`Media::holds`]).
+    fn held_due(&self) -> Option<Instant> {
+        self.held
+            .iter()
+            .map(|&(_, _, since, _)| since + RTCP_HOLD)
+            .min()
     }
 
     /// Where a unit of `flow` goes, and whether to an RTCP port: the RTP
@@ -906,18 +926,14 @@ impl<E: Endpoint> Node<E> {
             self.drain(&mut on_event).await?;
             let deadline = self.endpoint.poll_timeout();
             // The node wakes for the endpoint's timer, or for a reception
-            // report whose gap passes first.
+            // report whose gap passes first, or for a held RTCP unit whose
+            // hold ends first (the loop's turn after the wake sends them).
             let endpoint_at = deadline.map(|t| self.instant(t));
-            let reports_at = self.media.as_ref().and_then(Media::reports_due);
-            let for_endpoint = match (endpoint_at, reports_at) {
-                (Some(e), Some(r)) => e <= r,
-                (e, _) => e.is_some(),
-            };
-            let wake = if for_endpoint {
-                endpoint_at
-            } else {
-                reports_at
-            };
+            let media_at = self
+                .media
+                .as_ref()
+                .and_then(|m| m.reports_due().into_iter().chain(m.held_due()).min());
+            let (wake, for_endpoint) = first_wake(endpoint_at, media_at);
             let sleep = async {
                 match wake {
                     Some(at) => timer.sleep_until(at).await,
@@ -1561,7 +1577,10 @@ mod tests {
         assert!(!m.holds(typed, &audio_rtp), "RTP goes at once");
         let t0 = Instant::now();
         m.held.push((typed, audio, t0, report(audio)));
-        m.held.push((typed, video, t0, report(video)));
+        m.held
+            .push((typed, video, t0 + Duration::from_millis(10), report(video)));
+        // The node wakes when the first hold ends.
+        assert_eq!(m.held_due(), Some(t0 + RTCP_HOLD));
         assert!(m.due(None, t0 + RTCP_HOLD / 2).is_empty());
         // The audio's first packet: its report is due, to the audio's
         // RTCP port; the video's still waits.
@@ -1571,11 +1590,30 @@ mod tests {
         assert_eq!(due, vec![(typed, report(audio))]);
         assert_eq!(m.destination(typed, &due[0].1), Some((at(5003), true)));
         // The video's, never heard: after RTCP_HOLD, to the flow's RTCP port.
+        let video_due = t0 + Duration::from_millis(10) + RTCP_HOLD;
+        assert_eq!(m.held_due(), Some(video_due));
         assert_eq!(m.due(Some((typed, audio)), t0 + RTCP_HOLD / 2), vec![]);
-        let due = m.due(None, t0 + RTCP_HOLD);
+        assert_eq!(m.due(None, video_due - Duration::from_millis(1)), vec![]);
+        let due = m.due(None, video_due);
         assert_eq!(due, vec![(typed, report(video))]);
         assert_eq!(m.destination(typed, &due[0].1), Some((at(5001), true)));
         assert!(m.held.is_empty());
+        assert_eq!(m.held_due(), None);
+    }
+
+    /// The node wakes at the sooner of the endpoint's timer and the
+    /// media's own deadline, and hands the endpoint its timeout only when
+    /// the wake is the endpoint's.
+    #[test]
+    fn the_node_wakes_for_the_sooner_of_its_timers() {
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_millis(5);
+        assert_eq!(first_wake(None, None), (None, false));
+        assert_eq!(first_wake(Some(t0), None), (Some(t0), true));
+        assert_eq!(first_wake(None, Some(t0)), (Some(t0), false));
+        assert_eq!(first_wake(Some(later), Some(t0)), (Some(t0), false));
+        assert_eq!(first_wake(Some(t0), Some(later)), (Some(t0), true));
+        assert_eq!(first_wake(Some(t0), Some(t0)), (Some(t0), true));
     }
 
     #[test]
