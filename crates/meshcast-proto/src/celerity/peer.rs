@@ -2153,6 +2153,13 @@ const REPORT_HEARTBEAT: Duration = Duration::from_secs(3);
 /// A peer repeats whom it hears directly ([`Control::Reach`]) at least
 /// this often.
 const REACH_HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Whether a message last sent at `at` (`None`: never) is due again at
+/// `now` by its heartbeat `period`.
+fn heartbeat_due(at: Option<Time>, now: Time, period: Duration) -> bool {
+    at.is_none_or(|t| now.saturating_since(t) >= period)
+}
+
 /// In a conference of more than [`SMALL_CONFERENCE`] members, news (a
 /// report, a change of the source's own link rates) repacks the trees at
 /// most this often, and with more than [`REPACK_GAP_MEMBERS`] members at
@@ -2608,8 +2615,7 @@ impl Incoming {
         let moved_since: u16 = (0..n)
             .filter(|&m| moved(self.rates[m], self.sent_rates[m]))
             .fold(0, |mask, m| mask | 1 << m);
-        let heartbeat =
-            |at: Option<Time>| at.is_none_or(|t| now.saturating_since(t) >= TAIL_HEARTBEAT);
+        let heartbeat = |at| heartbeat_due(at, now, TAIL_HEARTBEAT);
         let stale = heartbeat(self.sent_at);
         if moved_since == 0 && !stale {
             return None;
@@ -4739,8 +4745,7 @@ impl CelerityPeer {
     /// [`CelerityParams::moved_only`] those that moved or whose delay
     /// changed, and every link's with the heartbeat.
     fn report(&mut self, m: usize, now: Time) {
-        let heartbeat =
-            |at: Option<Time>| at.is_none_or(|t| now.saturating_since(t) >= REPORT_HEARTBEAT);
+        let heartbeat = |at| heartbeat_due(at, now, REPORT_HEARTBEAT);
         let full = !self.moved_only() || heartbeat(self.outgoing[m].full_report_at);
         let mut links = Vec::new();
         let mut changed = false;
@@ -4798,9 +4803,7 @@ impl CelerityPeer {
                 links.push((v as u8, s));
             }
         }
-        let stale = told
-            .serials_at
-            .is_none_or(|t| now.saturating_since(t) >= wire::SERIALISATION_HEARTBEAT);
+        let stale = heartbeat_due(told.serials_at, now, wire::SERIALISATION_HEARTBEAT);
         if links.is_empty() || !(changed || stale) {
             return;
         }
@@ -5888,7 +5891,7 @@ impl CelerityPeer {
         // control around links that are down.
         let hears = self.hears(now);
         let (sent, at) = self.sent_reach;
-        if hears != sent || at.is_none_or(|t| now.saturating_since(t) >= REACH_HEARTBEAT) {
+        if hears != sent || heartbeat_due(at, now, REACH_HEARTBEAT) {
             self.sent_reach = (hears, Some(now));
             for v in (0..self.n).filter(|&v| hears & (1 << v) != 0) {
                 self.queue_direct(

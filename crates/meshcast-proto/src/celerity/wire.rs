@@ -623,7 +623,10 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                     return Err(CelerityWireError::Invalid("rate update length"));
                 }
                 let rates = (0..(len - RATE_FIXED) / RATE_ENTRY)
-                    .map(|i| (body[8 + 3 * i], rate_from_wire(be_u16(body, 9 + 3 * i))))
+                    .map(|i| {
+                        let o = RATE_FIXED + RATE_ENTRY * i;
+                        (body[o], rate_from_wire(be_u16(body, o + 1)))
+                    })
                     .collect();
                 out.push(Control::RateUpdate {
                     echo_ts_us: be_u32(body, 0),
@@ -637,7 +640,7 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                 }
                 let links = (0..(len - STATE_FIXED) / STATE_ENTRY)
                     .map(|i| {
-                        let o = 1 + 5 * i;
+                        let o = STATE_FIXED + STATE_ENTRY * i;
                         (
                             body[o],
                             rate_from_wire(be_u16(body, o + 1)),
