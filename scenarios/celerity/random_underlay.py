@@ -1,7 +1,7 @@
 """Random underlays for Celerity (docs/celerity.md, "Random underlays").
 
-    python3 scenarios/celerity/random_underlay.py [--family FAMILY] [--fall FRACTION [--fall-at S]]
-        FIRST_SEED END_SEED OUT_DIR
+    python3 scenarios/celerity/random_underlay.py [--family FAMILY]
+        [--fall FRACTION [--fall-at S] | --churn] FIRST_SEED END_SEED OUT_DIR
 
 writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
 routers joined by a random spanning tree plus up to as many extra links,
@@ -48,6 +48,15 @@ default), and the run and its windows with it: S + 140 s with [S + 10,
 S + 40] and [S + 60, S + 140]. A fall at 40 s comes while the sessions
 still climb to their optimum's split (docs/celerity.md, "A fall within
 the climb").
+
+--churn draws the same underlays with a member joining and another
+leaving a running conference (issue 3's peer dynamics where nobody tuned
+for them): one member, drawn at random, starts absent and joins at 100 s,
+another leaves at 170 s; 240 s with the windows [130, 170] (every member
+present) and [200, 240] (without the one that left). score_underlays.py
+scores the first window and gives each change's seconds until every
+session is back at 90% of its new optimum (docs/celerity.md, "Joins and
+leaves on random underlays").
 """
 import argparse
 import os
@@ -68,9 +77,15 @@ FAMILIES = {
 
 # When --fall's links fall unless --fall-at says otherwise (s).
 FALL_AT = 100
+# --churn: when a member joins and another leaves (s), the run's length,
+# and how long after each change its window starts.
+JOIN_AT = 100
+LEAVE_AT = 170
+CHURN_DURATION = 240
+CHURN_SETTLE = 30
 
 
-def gen(seed, out, family="core", fall=None, fall_at=FALL_AT):
+def gen(seed, out, family="core", fall=None, fall_at=FALL_AT, churn=False):
     (nmin, nmax), (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
     # The core family draws exactly as it always has: its files are the
     # sets docs/celerity.md reports.
@@ -101,7 +116,13 @@ def gen(seed, out, family="core", fall=None, fall_at=FALL_AT):
     if fall is not None:
         what += f", its core falling to {fall} at {fall_at} s"
     duration = 200 if fall is None else fall_at + 140
-    s = [f'name = "{name}"', f'description = "{what} {seed}"', f'duration_s = {duration}', f'seed = {seed}', '',
+    tail = ""
+    if churn:
+        # Drawn apart from the underlay, which stays the one without churn.
+        joiner, leaver = random.Random(f"churn-{family}-{seed}").sample(hosts, 2)
+        tail = f", {joiner} joining at {JOIN_AT} s and {leaver} leaving at {LEAVE_AT} s"
+        duration = CHURN_DURATION
+    s = [f'name = "{name}"', f'description = "{what} {seed}{tail}"', f'duration_s = {duration}', f'seed = {seed}', '',
          '[conference]', 'protocol = "celerity"', 'participants = [' + ", ".join(f'"{h}"' for h in hosts) + ']', 'delay_bound_ms = 200', '']
     for h in hosts:
         s += ['[[node]]', f'id = "{h}"', 'kind = "host"']
@@ -117,7 +138,11 @@ def gen(seed, out, family="core", fall=None, fall_at=FALL_AT):
         s += link(a, b, c, d, back == c)
         if back != c:
             s += link(b, a, back, d, False)
-    if fall is None:
+    if churn:
+        windows = [(JOIN_AT + CHURN_SETTLE, LEAVE_AT), (LEAVE_AT + CHURN_SETTLE, CHURN_DURATION)]
+        for at, kind, node in ((JOIN_AT, "join", joiner), (LEAVE_AT, "leave", leaver)):
+            s += ['[[event]]', f'at_s = {at}', f'kind = "{kind}"', f'node = "{node}"']
+    elif fall is None:
         windows = [(100, 200)]
     else:
         windows = [(fall_at + 10, fall_at + 40), (fall_at + 60, fall_at + 140)]
@@ -138,6 +163,8 @@ def main():
                     help="the core links fall to FRACTION of their capacity at 100 s (--fall-at moves it)")
     ap.add_argument("--fall-at", type=int, metavar="S",
                     help="the time of the fall (with --fall; at least 20 s, default 100)")
+    ap.add_argument("--churn", action="store_true",
+                    help=f"a member joins at {JOIN_AT} s and another leaves at {LEAVE_AT} s")
     ap.add_argument("first", type=int, metavar="FIRST_SEED")
     ap.add_argument("end", type=int, metavar="END_SEED")
     ap.add_argument("out_dir", metavar="OUT_DIR")
@@ -150,11 +177,14 @@ def main():
         ap.error("--fall-at needs --fall")
     if args.fall_at is not None and args.fall_at < 20:
         ap.error(f"--fall-at ({args.fall_at}) must be at least 20 s")
+    if args.churn and args.fall is not None:
+        ap.error("--churn and --fall draw different runs: give one of them")
     fall_at = FALL_AT if args.fall_at is None else args.fall_at
     os.makedirs(args.out_dir, exist_ok=True)
     for seed in range(args.first, args.end):
         base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"
-        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall, fall_at)
+        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall, fall_at,
+            args.churn)
 
 
 if __name__ == "__main__":

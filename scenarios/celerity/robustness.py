@@ -46,7 +46,9 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from score_underlays import add_run_options, check_run_options, run_summary, sessions
+from score_underlays import (BACK_WITHIN_S, add_run_options, back_after, check_run_options,
+                             coded_optimum, membership_changes, recv_series, run_summary,
+                             sessions)
 
 try:
     import tomllib
@@ -100,7 +102,6 @@ FAMILIES = {
 }
 # The issue's lines.
 FIRST_95_S = 20
-BACK_WITHIN_S = 15
 BASELINE_MAX_KBPS = 120.0
 
 
@@ -108,18 +109,6 @@ def window_rate(w):
     """A window's rate as issue 3 bounds it: the lesser of the send rate
     and the lowest receiver's goodput."""
     return min(w["send_kbps"], w["recv_kbps_min"])
-
-
-def recv_series(flow):
-    return [b["recv_kbps_min"] for b in flow["series"]]
-
-
-def coded_optimum(summary, source, t):
-    """The session's coded optimum in the optimum step in force at `t`."""
-    steps = [s for s in summary["optimum"] if s["from_s"] <= t]
-    if not steps:
-        raise ValueError(f"no optimum at {t} s")
-    return steps[-1]["coded"].get(source)
 
 
 def dumbbell_point(summary, first_event_s):
@@ -156,25 +145,8 @@ def dumbbell_point(summary, first_event_s):
     }
 
 
-def back_after(summary, t0):
-    """Seconds after `t0` until the slowest present session has ten 1-s
-    bins in a row at 90% of its coded optimum (None: never)."""
-    worst = 0
-    for f in sessions(summary):
-        opt = coded_optimum(summary, f["source"], t0 + 0.5)
-        if opt is None:
-            continue  # not a member after the change
-        r = recv_series(f)
-        back = next((t for t in range(int(t0), len(r) - 9)
-                     if all(v >= 0.9 * opt for v in r[t:t + 10])), None)
-        if back is None:
-            return None
-        worst = max(worst, back - int(t0))
-    return worst
-
-
 def joins_point(summary):
-    changes = [m for m in summary["membership"] if m["t_s"] > 0]
+    changes = membership_changes(summary)
     if not changes:
         raise ValueError("the scenario has no membership change after the start")
     return {

@@ -17,9 +17,19 @@ down), which say where the loss came from, the mean session's loss and
 fraction of its optimum (over every session of every scenario; the status
 table's last figure), and the start: the mean
 second at which a session is first heard (its lowest receiver's 1-s
-goodput at half its optimum; the run's length if never), the mean of each
-underlay's last session's, and the mean number of the first minute's
-seconds in which some receiver got nothing of a session. `--set` is
+goodput at half its optimum; the run's length if never; for a member
+that joins later, counted from its join, and where members come and go,
+against the optimum at the session's start), the mean of each underlay's
+last session's, and the mean number of the first minute's seconds in
+which some receiver got nothing of a session. Where members join or leave
+after the start (`random_underlay.py --churn`), each underlay also gives
+every change's seconds until every present session is back at 90% of its
+new coded optimum for ten seconds in a row (issue 3's peer-dynamics line;
+"never" if not before the next change or the end), the same against where
+each session settles (the lesser of its optimum and its mean over the
+second half of the time to the next change), and the seconds of the first
+fifteen in which a member from before the change got nothing of a
+session; the last line sums them up for joins and leaves apart. `--set` is
 handed to every run (e.g. `--set conference.pace_to_heads=true`);
 `--json` also writes every scenario's figures to FILE, and
 `compare_scores.py BEFORE.json AFTER.json` compares two such files
@@ -54,6 +64,7 @@ with `cargo build --release`), else `meshcast` on the PATH.
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -88,23 +99,142 @@ HEARD = 0.5
 START_SPAN = 60
 
 
-def start_figures(f, opt, duration):
+def start_figures(f, opt, duration, t0=0.0):
     """A session's start (`f` a session flow of a summary, `opt` its
-    optimum): the first second at which its lowest receiver got `HEARD` of
-    `opt` (the run's duration if never), and how many of the first
-    `START_SPAN` seconds some receiver got nothing of it."""
-    series = f.get("series") or []
-    heard = next((x["t_s"] for x in series if x["recv_kbps_min"] >= HEARD * opt), duration)
-    silent = sum(1 for x in series if x["t_s"] < START_SPAN and x["recv_kbps_min"] == 0)
+    optimum, `t0` when its source joined): the seconds from `t0` until its
+    lowest receiver got `HEARD` of `opt` (until the run's end if never), and
+    how many of the first `START_SPAN` seconds from `t0` some receiver got
+    nothing of it."""
+    series = [x for x in f.get("series") or [] if x["t_s"] >= t0]
+    heard = next((x["t_s"] for x in series if x["recv_kbps_min"] >= HEARD * opt), duration) - t0
+    silent = sum(1 for x in series if x["t_s"] < t0 + START_SPAN and x["recv_kbps_min"] == 0)
     return heard, silent
+
+
+# The members present at the start may join up to this late
+# (`conference.start_spread_ms` is at most 1000): later membership events
+# are changes to a running conference.
+START_SPREAD_S = 1.0
+
+
+def membership_changes(summary):
+    """The membership events of a run after the start's (`START_SPREAD_S`)."""
+    return [m for m in summary.get("membership", []) if m["t_s"] >= START_SPREAD_S]
+
+
+def joined_at(summary, node):
+    """When `node` first joined the conference, 0 for a member from the
+    start (one whose first join came within `START_SPREAD_S`)."""
+    first = min((m["t_s"] for m in summary.get("membership", [])
+                 if m["node"] == node and m["event"] == "join"), default=0.0)
+    return first if first >= START_SPREAD_S else 0.0
+
+
+def recv_series(flow):
+    """A session flow's lowest receiver's goodput, one value a second."""
+    return [b["recv_kbps_min"] for b in flow["series"]]
+
+
+def coded_optimum(summary, source, t):
+    """The session's coded optimum in the optimum step in force at `t`
+    (None where `source` is not a member then)."""
+    steps = [s for s in summary["optimum"] if s["from_s"] <= t]
+    if not steps:
+        raise ValueError(f"no optimum at {t} s")
+    return steps[-1]["coded"].get(source)
+
+
+# Issue 3's peer-dynamics line: after a membership change every session is
+# back at `BACK_SHARE` of its new optimum within `BACK_WITHIN_S` seconds;
+# "back" is `BACK_RUN_S` 1-s bins in a row at that share.
+BACK_SHARE = 0.9
+BACK_WITHIN_S = 15
+BACK_RUN_S = 10
+
+
+def back_after(summary, t0, until=None, settled=False):
+    """Seconds after `t0` until the slowest present session has
+    `BACK_RUN_S` 1-s bins in a row at `BACK_SHARE` of its coded optimum
+    (None: never). With `until` (the next change, or the run's end) the
+    run of bins must end by then; with `settled` too, each session's mark
+    is `BACK_SHARE` of the lesser of its optimum and where it settled, its
+    mean over the second half of [t0, until): how soon the conference
+    settles after the change, whatever the level it settles at."""
+    worst = 0
+    for f in sessions(summary):
+        opt = coded_optimum(summary, f["source"], t0 + 0.5)
+        if opt is None:
+            continue  # not a member after the change
+        r = recv_series(f)
+        end = len(r) if until is None else min(len(r), int(until))
+        mark = opt
+        if settled:
+            half = r[(int(t0) + end) // 2:end]
+            if half:
+                mark = min(opt, statistics.mean(half))
+        back = next((t for t in range(int(t0), end - BACK_RUN_S + 1)
+                     if all(v >= BACK_SHARE * mark for v in r[t:t + BACK_RUN_S])), None)
+        if back is None:
+            return None
+        worst = max(worst, back - int(t0))
+    return worst
+
+
+def changes_figures(summary):
+    """Every membership change after the start (`random_underlay.py
+    --churn`): its time, node and event, `back_s` (`back_after`, issue 3's
+    line, up to the next change), `settled_s` (the same against where the
+    sessions settle) and `silent_s`, the 1-s bins of the first
+    `BACK_WITHIN_S` seconds in which some receiver got nothing of a session
+    that was a member before and after the change (the disruption the
+    change caused the others)."""
+    changes = membership_changes(summary)
+    ends = [m["t_s"] for m in changes[1:]] + [summary["duration_s"]]
+    out = []
+    for m, until in zip(changes, ends):
+        t0 = m["t_s"]
+        silent = 0
+        for f in sessions(summary):
+            before = coded_optimum(summary, f["source"], t0 - 0.5)
+            after = coded_optimum(summary, f["source"], t0 + 0.5)
+            if before is None or after is None:
+                continue
+            r = recv_series(f)
+            silent += sum(1 for v in r[int(t0):int(t0) + BACK_WITHIN_S] if v == 0)
+        out.append({"t_s": t0, "node": m["node"], "event": m["event"],
+                    "back_s": back_after(summary, t0, until),
+                    "settled_s": back_after(summary, t0, until, settled=True),
+                    "silent_s": silent})
+    return out
+
+
+def later_windows(summary):
+    """The report windows after the first (`random_underlay.py --churn`
+    and `--fall` write two): each one's span and its worst session, the
+    one whose lowest receiver got the least of its coded optimum among
+    the sessions that have one there."""
+    out = []
+    flows = sessions(summary)
+    for i in range(1, max((len(f["windows"]) for f in flows), default=0)):
+        rows = [(f["windows"][i]["recv_kbps_min"] / f["windows"][i]["optimum_kbps"], f["id"],
+                 f["windows"][i]) for f in flows
+                if len(f["windows"]) > i and f["windows"][i].get("optimum_kbps")]
+        if rows:
+            fraction, sid, w = min(rows, key=lambda r: r[0])
+            out.append({"from_s": w["from_s"], "to_s": w["to_s"],
+                        "worst_fraction": fraction, "worst_session": sid})
+    return out
 
 
 def score(summary):
     """The worst session of a run's summary, in its first report window,
-    and every session's start (`start_figures`)."""
+    every session's start (`start_figures`), the later windows' worst
+    sessions (`later_windows`) and the membership changes
+    (`changes_figures`), where the run has them."""
     rows = []
     starts = {}
     frames = {}
+    churn = bool(membership_changes(summary))
     for f in sessions(summary):
         if not f["windows"]:
             raise ValueError("the scenario has no report window")
@@ -114,17 +244,28 @@ def score(summary):
             raise ValueError(f"session {f['id']} has no optimum in its first window")
         rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0,
                      w.get("dropped") or {c: 0 for c in DROP_CAUSES}))
-        starts[f["id"]] = start_figures(f, opt, summary["duration_s"])
+        t0 = joined_at(summary, f["source"])
+        # Where members come and go, a session's optimum at its start can
+        # differ from its window's: a member that joins later adds
+        # uploads the others' trees can use.
+        at_start = coded_optimum(summary, f["source"], t0 + 0.5) if churn else opt
+        starts[f["id"]] = start_figures(f, at_start, summary["duration_s"], t0)
         if w.get("video"):
             frames[f["id"]] = (w["video"]["whole_min"] or 0.0, w["video"]["decodable_min"] or 0.0)
     if not rows:
         raise ValueError("the scenario has no conference sessions")
     worst = min(rows)
-    video = {}
+    extra = {}  # the figures only some runs have: frames, membership changes
     if len(frames) == len(rows):
-        video = {"worst_whole": min(w for w, _ in frames.values()),
+        extra = {"worst_whole": min(w for w, _ in frames.values()),
                  "worst_decodable": min(d for _, d in frames.values())}
-    return {**video,
+    changes = changes_figures(summary)
+    if changes:
+        extra["changes"] = changes
+    later = later_windows(summary)
+    if later:
+        extra["later"] = later
+    return {**extra,
         "worst_fraction": worst[0],
         "worst_session": worst[1],
         "recv_kbps_min": worst[2],
@@ -185,6 +326,15 @@ def mean_score(runs):
     for k in ("heard_s", "heard_s_last", "silent_s", "worst_whole", "worst_decodable"):
         if all(k in r for r in runs):
             out[k] = mean(k)
+    if all("changes" in r for r in runs):
+        out["changes"] = [dict(c, seed=r["seed"]) for r in runs for c in r["changes"]]
+    if all("later" in r and len(r["later"]) == len(runs[0]["later"]) for r in runs):
+        out["later"] = [{"from_s": w["from_s"], "to_s": w["to_s"],
+                         "worst_fraction": statistics.mean(r["later"][i]["worst_fraction"]
+                                                           for r in runs),
+                         "worst_session": min((r["later"][i] for r in runs),
+                                              key=lambda x: x["worst_fraction"])["worst_session"]}
+                        for i, w in enumerate(runs[0]["later"])]
     return out
 
 
@@ -220,7 +370,42 @@ def set_figures(results):
     if all("worst_whole" in r for r in results):
         for k in ("worst_whole", "worst_decodable"):
             figures[k] = statistics.mean(r[k] for r in results)
+    # Only runs with more than one window (`--churn`, `--fall`), the same
+    # windows in every run.
+    spans = [[(w["from_s"], w["to_s"]) for w in r.get("later", [])] for r in results]
+    if spans[0] and all(x == spans[0] for x in spans):
+        figures["later"] = [{"from_s": lo, "to_s": hi,
+                             "mean": statistics.mean(r["later"][i]["worst_fraction"]
+                                                     for r in results),
+                             "at_line": sum(r["later"][i]["worst_fraction"] >= LINE
+                                            for r in results)}
+                            for i, (lo, hi) in enumerate(spans[0])]
+    # Only runs with membership changes (`random_underlay.py --churn`).
+    if all("changes" in r for r in results):
+        figures["changes"] = {e: changes_row([c for r in results for c in r["changes"]
+                                              if c["event"] == e])
+                              for e in ("join", "leave")}
     return figures
+
+
+def changes_row(changes):
+    """A set's membership changes of one kind (`changes_figures`' dicts):
+    how many, how many are back within `BACK_WITHIN_S`, the median and
+    worst `back_s` and `settled_s` (None for never, which sorts last) and
+    the mean silent seconds."""
+    def spread(key):
+        xs = [c[key] for c in changes if c[key] is not None]
+        never = len(changes) - len(xs)
+        median = statistics.median(xs + [math.inf] * never) if changes else None
+        return {"median": None if median == math.inf else median,
+                "worst": max(xs) if xs else None,
+                "never": never}
+    return {"count": len(changes),
+            "within": sum(c["back_s"] is not None and c["back_s"] <= BACK_WITHIN_S
+                          for c in changes),
+            "back_s": spread("back_s"),
+            "settled_s": spread("settled_s"),
+            "silent_s": statistics.mean(c["silent_s"] for c in changes) if changes else 0.0}
 
 
 def frames_text(figures):
@@ -231,6 +416,48 @@ def frames_text(figures):
         return ""
     return (f"; frames whole {figures['worst_whole']:.3f}, "
             f"decodable {figures['worst_decodable']:.3f}")
+
+
+def later_text(figures, line=False):
+    """The later windows of an underlay's score (`; [200,240] worst 0.861
+    (P3)`) or of a set's row (`line`: `; [200,240] mean worst 0.861, every
+    session >= 0.8 in 80`); empty without them."""
+    later = figures.get("later")
+    if not later:
+        return ""
+    if line:
+        return "".join(f"; [{w['from_s']:g},{w['to_s']:g}] mean worst {w['mean']:.3f}, "
+                       f"every session >= {LINE} in {w['at_line']}" for w in later)
+    return "".join(f"; [{w['from_s']:g},{w['to_s']:g}] worst {w['worst_fraction']:.3f} "
+                   f"({w['worst_session']})" for w in later)
+
+
+def changes_text(figures):
+    """An underlay's membership changes (its score's `changes`) as `;
+    join P3 at 100 s: back in 9 s (settled 6 s), 0 silent s`, or a set's
+    (`set_figures`' `changes`) as `; joins: 80 of 90 back within 15 s,
+    back median 9 s, worst 40 s, never 3; settled ...; silent 0.2 s`;
+    empty without changes."""
+    changes = figures.get("changes")
+    if not changes:
+        return ""
+
+    def secs(x):
+        return "never" if x is None else f"{x:g} s"
+
+    if isinstance(changes, list):
+        return "".join(f"; {c['event']} {c['node']} at {c['t_s']:g} s: back in {secs(c['back_s'])} "
+                       f"(settled {secs(c['settled_s'])}), {c['silent_s']} silent s"
+                       for c in changes)
+
+    def spread(name, x):
+        return (f"{name} median {secs(x['median'])}, worst {secs(x['worst'])}"
+                + (f", never {x['never']}" if x["never"] else ""))
+
+    return "".join(f"; {e}s: {row['within']} of {row['count']} back within {BACK_WITHIN_S} s, "
+                   f"{spread('back', row['back_s'])}, {spread('settled', row['settled_s'])}, "
+                   f"silent {row['silent_s']:.2f} s"
+                   for e, row in changes.items() if row["count"])
 
 
 def start_text(figures):
@@ -431,7 +658,8 @@ def main():
               f"({r['worst_session']}, {r['recv_kbps_min']:.0f} of {r['optimum_kbps']:.0f} "
               f"kbit/s, loss {100 * r['worst_session_loss']:.1f}%), "
               f"worst loss {100 * r['worst_loss']:.1f}%, drops {drops_text(r['dropped'])}, "
-              f"{start_text(r)}{frames_text(r)}{runs_text(r)}, {r['wall_s']:.1f} s", flush=True)
+              f"{start_text(r)}{frames_text(r)}{later_text(r)}{changes_text(r)}{runs_text(r)}, "
+              f"{r['wall_s']:.1f} s", flush=True)
     figures = set_figures(results)
     print(f"{len(results)} scenarios: mean worst fraction {figures['mean']:.3f}, "
           f"median {figures['median']:.3f}, lowest {figures['lowest']:.3f}; "
@@ -439,7 +667,7 @@ def main():
           f"worst loss <= {LOSS:.0%} in {figures['within_loss']}; "
           f"drops {drops_text(figures['dropped'])}; {sessions_text(figures)}; "
           f"start: {start_text(figures)}"
-          f"{frames_text(figures)}")
+          f"{frames_text(figures)}{later_text(figures, line=True)}{changes_text(figures)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -1445,6 +1445,195 @@ fn underlays_with_a_fall_narrow_their_core() {
     python_refused("random_underlay.py", &args, d, "--fall-at needs --fall");
 }
 
+/// A session's coded optimum in the optimum step of a summary in force at
+/// `t` (None where its source is not a member then).
+fn coded_at(s: &Value, source: &str, t: f64) -> Option<f64> {
+    s["optimum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["from_s"].as_f64().unwrap() <= t)
+        .last()
+        .and_then(|o| o["coded"][source].as_f64())
+}
+
+/// `random_underlay.py --churn` writes the same underlays with one member
+/// starting absent and joining at 100 s and another leaving at 170 s: 240 s
+/// with the windows [130,170] and [200,240]; `--churn` with `--fall` is
+/// refused. `score_underlays.py` gives each change the seconds until every
+/// present session has ten 1-s bins in a row at 90% of its new coded
+/// optimum before the next change (issue 3's peer-dynamics line), the same
+/// against the lesser of the optimum and the session's mean over the
+/// second half of that span, and the first fifteen seconds' silent bins of
+/// the sessions present before and after; the late joiner's start counts
+/// from its join (docs/celerity.md, "Joins and leaves on random
+/// underlays").
+#[test]
+fn underlays_with_churn_score_joins_and_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    python_ok("random_underlay.py", &["1", "3", "plain"], d);
+    python_ok("random_underlay.py", &["--churn", "1", "3", "churn"], d);
+    let read = |set: &str, seed: u32| -> toml::Value {
+        let text = std::fs::read_to_string(d.join(set).join(format!("r{seed}.toml"))).unwrap();
+        toml::from_str(&text).unwrap()
+    };
+    for seed in 1..3 {
+        let (plain, churn) = (read("plain", seed), read("churn", seed));
+        assert_eq!(plain["link"], churn["link"], "r{seed}");
+        assert_eq!(plain["conference"], churn["conference"], "r{seed}");
+        assert_eq!(churn["duration_s"].as_integer(), Some(240));
+        let windows: Vec<_> = churn["report"]["window"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| (w["from_s"].as_integer(), w["to_s"].as_integer()))
+            .collect();
+        assert_eq!(
+            windows,
+            [(Some(130), Some(170)), (Some(200), Some(240))],
+            "r{seed}"
+        );
+        let events = churn["event"].as_array().unwrap();
+        let got: Vec<_> = events
+            .iter()
+            .map(|e| (e["at_s"].as_integer().unwrap(), e["kind"].as_str().unwrap()))
+            .collect();
+        assert_eq!(got, [(100, "join"), (170, "leave")], "r{seed}");
+        let members = churn["conference"]["participants"].as_array().unwrap();
+        let (joiner, leaver) = (&events[0]["node"], &events[1]["node"]);
+        assert_ne!(joiner, leaver, "r{seed}");
+        assert!(members.contains(joiner) && members.contains(leaver));
+    }
+    let args = ["--churn", "--fall", "0.6", "1", "2", "x"];
+    python_refused("random_underlay.py", &args, d, "--churn and --fall");
+
+    // Seed 1: five members, under a second.
+    let file = d.join("churn/r1.toml").display().to_string();
+    let bin = env!("CARGO_BIN_EXE_meshcast");
+    let args = ["--meshcast", bin, "--json", "scores.json", file.as_str()];
+    let out = python_ok("score_underlays.py", &args, d);
+    let scores: Value =
+        serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
+    let score = &scores[0];
+    let run = meshcast_ok(&["run", &file, "--json", "--out", "o"], d);
+    let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let sessions: Vec<&Value> = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "session")
+        .collect();
+    let series = |f: &Value| -> Vec<f64> {
+        f["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["recv_kbps_min"].as_f64().unwrap())
+            .collect()
+    };
+    // Seconds after `t0` until the slowest present session has ten bins in
+    // a row at 90% of its mark, ending by `until` (None: never).
+    let back = |t0: f64, until: f64, settled: bool| -> Option<u64> {
+        let mut worst = 0;
+        for f in &sessions {
+            let Some(opt) = coded_at(&s, f["source"].as_str().unwrap(), t0 + 0.5) else {
+                continue;
+            };
+            let r = series(f);
+            let (start, end) = (t0 as usize, (until as usize).min(r.len()));
+            let half = &r[(start + end) / 2..end];
+            let mark = if settled {
+                opt.min(half.iter().sum::<f64>() / half.len() as f64)
+            } else {
+                opt
+            };
+            let t = (start..=end - 10).find(|&t| r[t..t + 10].iter().all(|&v| v >= 0.9 * mark))?;
+            worst = worst.max(t - start);
+        }
+        Some(worst as u64)
+    };
+    let changes = score["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2, "{score}");
+    for (c, (t0, until, event)) in changes
+        .iter()
+        .zip([(100.0, 170.0, "join"), (170.0, 240.0, "leave")])
+    {
+        assert_eq!(c["t_s"].as_f64(), Some(t0));
+        assert_eq!(c["event"], event);
+        assert_eq!(c["back_s"].as_u64(), back(t0, until, false), "{c}");
+        assert_eq!(c["settled_s"].as_u64(), back(t0, until, true), "{c}");
+        let silent: usize = sessions
+            .iter()
+            .filter(|f| {
+                let src = f["source"].as_str().unwrap();
+                coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
+            })
+            .map(|f| {
+                series(f)[t0 as usize..t0 as usize + 15]
+                    .iter()
+                    .filter(|&&v| v == 0.0)
+                    .count()
+            })
+            .sum();
+        assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
+    }
+    // The second window, [200,240]: its worst session among those with an
+    // optimum there (the leaver's has none).
+    let (worst, id) = sessions
+        .iter()
+        .filter_map(|f| {
+            let w = &f["windows"][1];
+            let opt = w["optimum_kbps"].as_f64()?;
+            Some((
+                w["recv_kbps_min"].as_f64().unwrap() / opt,
+                f["id"].as_str().unwrap(),
+            ))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    let later = &score["later"][0];
+    assert_eq!(
+        (later["from_s"].as_f64(), later["to_s"].as_f64()),
+        (Some(200.0), Some(240.0))
+    );
+    assert!(
+        (later["worst_fraction"].as_f64().unwrap() - worst).abs() < 1e-9,
+        "{later}"
+    );
+    assert_eq!(later["worst_session"], id);
+    let line = format!("; [200,240] worst {worst:.3} ({id})");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&line),
+        "{line}"
+    );
+    // The joiner's start counts from its join, against its optimum then.
+    let joiner = changes[0]["node"].as_str().unwrap();
+    let opt = coded_at(&s, joiner, 100.5).unwrap();
+    let heard = series(flow(&s, joiner))
+        .iter()
+        .enumerate()
+        .skip(100)
+        .find(|&(_, &v)| v >= 0.5 * opt)
+        .map_or(140.0, |(t, _)| t as f64 - 100.0);
+    assert_eq!(
+        score["sessions"][joiner]["heard_s"].as_f64(),
+        Some(heard),
+        "{score}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("; [200,240] mean worst "), "{stdout}");
+    assert!(
+        stdout.contains(&format!("; join {joiner} at 100 s: back in ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("; joins: ") && stdout.contains(" of 1 back within 15 s, back median "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("; leaves: "), "{stdout}");
+}
+
 /// The floor's rivals (`conference.floor_rivals`, on by default): two like
 /// sessions behind one router whose `U′` straddle the gain floor split
 /// their links unevenly without the rule, the one under the floor gaining
