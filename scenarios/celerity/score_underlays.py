@@ -28,8 +28,11 @@ new coded optimum for ten seconds in a row (issue 3's peer-dynamics line;
 "never" if not before the next change or the end), the same against where
 each session settles (the lesser of its optimum and its mean over the
 second half of the time to the next change), and the seconds of the first
-fifteen in which a member from before the change got nothing of a
-session; the last line sums them up for joins and leaves apart. `--set` is
+fifteen in which some receiver (the newcomer too) got nothing of a
+session from before the change; the last line sums them up for joins and
+leaves apart. Where a scenario has more than one report window, each
+underlay and the last line also give the later windows' worst sessions.
+`--set` is
 handed to every run (e.g. `--set conference.pace_to_heads=true`);
 `--json` also writes every scenario's figures to FILE, and
 `compare_scores.py BEFORE.json AFTER.json` compares two such files
@@ -185,9 +188,11 @@ def changes_figures(summary):
     --churn`): its time, node and event, `back_s` (`back_after`, issue 3's
     line, up to the next change), `settled_s` (the same against where the
     sessions settle) and `silent_s`, the 1-s bins of the first
-    `BACK_WITHIN_S` seconds in which some receiver got nothing of a session
-    that was a member before and after the change (the disruption the
-    change caused the others)."""
+    `BACK_WITHIN_S` seconds in which some receiver (after a join, the
+    newcomer too) got nothing of a session whose source was a member
+    before and after the change. The summary has only each session's
+    lowest receiver, so a newcomer still waiting for a session counts as
+    much as an old member that lost it."""
     changes = membership_changes(summary)
     ends = [m["t_s"] for m in changes[1:]] + [summary["duration_s"]]
     out = []
@@ -255,7 +260,7 @@ def score(summary):
     if not rows:
         raise ValueError("the scenario has no conference sessions")
     worst = min(rows)
-    extra = {}  # the figures only some runs have: frames, membership changes
+    extra = {}  # only some runs have them: frames, changes, later windows
     if len(frames) == len(rows):
         extra = {"worst_whole": min(w for w, _ in frames.values()),
                  "worst_decodable": min(d for _, d in frames.values())}
