@@ -739,14 +739,21 @@ fn link_toml(from: &str, to: &str, kbps: u64, ms: u64, queue: u64) -> String {
     )
 }
 
-/// Every session of a summary: the fraction of its coded optimum its
-/// lowest receiver got in the first window.
-fn session_fractions(s: &Value) -> BTreeMap<String, f64> {
+/// The conference sessions among a summary's flows.
+fn session_flows(s: &Value) -> Vec<&Value> {
     s["flows"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|f| f["kind"] == "session")
+        .collect()
+}
+
+/// Every session of a summary: the fraction of its coded optimum its
+/// lowest receiver got in the first window.
+fn session_fractions(s: &Value) -> BTreeMap<String, f64> {
+    session_flows(s)
+        .into_iter()
         .map(|f| {
             let w = &f["windows"][0];
             let r = w["recv_kbps_min"].as_f64().unwrap() / w["optimum_kbps"].as_f64().unwrap();
@@ -1452,8 +1459,7 @@ fn coded_at(s: &Value, source: &str, t: f64) -> Option<f64> {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|o| o["from_s"].as_f64().unwrap() <= t)
-        .last()
+        .rfind(|o| o["from_s"].as_f64().unwrap() <= t)
         .and_then(|o| o["coded"][source].as_f64())
 }
 
@@ -1508,130 +1514,222 @@ fn underlays_with_churn_score_joins_and_leaves() {
     let args = ["--churn", "--fall", "0.6", "1", "2", "x"];
     python_refused("random_underlay.py", &args, d, "--churn and --fall");
 
-    // Seed 1: five members, under a second.
-    let file = d.join("churn/r1.toml").display().to_string();
+    // Seeds 31 and 45 (four and six members, a second or two): each
+    // change back by the issue's line or not, and 45's join with silent
+    // seconds.
+    python_ok("random_underlay.py", &["--churn", "31", "32", "churn"], d);
+    python_ok("random_underlay.py", &["--churn", "45", "46", "churn"], d);
+    let files: Vec<String> = [31, 45]
+        .iter()
+        .map(|seed| d.join(format!("churn/r{seed}.toml")).display().to_string())
+        .collect();
     let bin = env!("CARGO_BIN_EXE_meshcast");
-    let args = ["--meshcast", bin, "--json", "scores.json", file.as_str()];
+    let mut args = vec!["--meshcast", bin, "--json", "scores.json"];
+    args.extend(files.iter().map(String::as_str));
     let out = python_ok("score_underlays.py", &args, d);
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let scores: Value =
         serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
-    let score = &scores[0];
-    let run = meshcast_ok(&["run", &file, "--json", "--out", "o"], d);
-    let s: Value = serde_json::from_slice(&run.stdout).unwrap();
-    let sessions: Vec<&Value> = s["flows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["kind"] == "session")
-        .collect();
-    let series = |f: &Value| -> Vec<f64> {
-        f["series"]
-            .as_array()
-            .unwrap()
+    let (mut found_back, mut found_silent) = (false, false);
+    for (file, score) in files.iter().zip(scores.as_array().unwrap()) {
+        let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
+        let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+        let sessions = session_flows(&s);
+        let series = |f: &Value| -> Vec<f64> {
+            f["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x["recv_kbps_min"].as_f64().unwrap())
+                .collect()
+        };
+        // Seconds after `t0` until the slowest present session has ten
+        // bins in a row at 90% of its mark, ending by `until` (None:
+        // never).
+        let back = |t0: f64, until: f64, settled: bool| -> Option<u64> {
+            let mut worst = 0;
+            for f in &sessions {
+                let Some(opt) = coded_at(&s, f["source"].as_str().unwrap(), t0 + 0.5) else {
+                    continue;
+                };
+                let r = series(f);
+                let (start, end) = (t0 as usize, (until as usize).min(r.len()));
+                let half = &r[(start + end) / 2..end];
+                let mark = if settled {
+                    opt.min(half.iter().sum::<f64>() / half.len() as f64)
+                } else {
+                    opt
+                };
+                let t =
+                    (start..=end - 10).find(|&t| r[t..t + 10].iter().all(|&v| v >= 0.9 * mark))?;
+                worst = worst.max(t - start);
+            }
+            Some(worst as u64)
+        };
+        let changes = score["changes"].as_array().unwrap();
+        assert_eq!(changes.len(), 2, "{score}");
+        for (c, (t0, until, event)) in changes
             .iter()
-            .map(|x| x["recv_kbps_min"].as_f64().unwrap())
-            .collect()
-    };
-    // Seconds after `t0` until the slowest present session has ten bins in
-    // a row at 90% of its mark, ending by `until` (None: never).
-    let back = |t0: f64, until: f64, settled: bool| -> Option<u64> {
-        let mut worst = 0;
-        for f in &sessions {
-            let Some(opt) = coded_at(&s, f["source"].as_str().unwrap(), t0 + 0.5) else {
-                continue;
-            };
-            let r = series(f);
-            let (start, end) = (t0 as usize, (until as usize).min(r.len()));
-            let half = &r[(start + end) / 2..end];
-            let mark = if settled {
-                opt.min(half.iter().sum::<f64>() / half.len() as f64)
-            } else {
-                opt
-            };
-            let t = (start..=end - 10).find(|&t| r[t..t + 10].iter().all(|&v| v >= 0.9 * mark))?;
-            worst = worst.max(t - start);
+            .zip([(100.0, 170.0, "join"), (170.0, 240.0, "leave")])
+        {
+            assert_eq!(c["t_s"].as_f64(), Some(t0));
+            assert_eq!(c["event"], event);
+            assert_eq!(c["back_s"].as_u64(), back(t0, until, false), "{c}");
+            assert_eq!(c["settled_s"].as_u64(), back(t0, until, true), "{c}");
+            let silent: usize = sessions
+                .iter()
+                .filter(|f| {
+                    let src = f["source"].as_str().unwrap();
+                    coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
+                })
+                .map(|f| {
+                    series(f)[t0 as usize..t0 as usize + 15]
+                        .iter()
+                        .filter(|&&v| v == 0.0)
+                        .count()
+                })
+                .sum();
+            assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
+            found_back |= c["back_s"].is_u64();
+            found_silent |= silent > 0;
         }
-        Some(worst as u64)
-    };
-    let changes = score["changes"].as_array().unwrap();
-    assert_eq!(changes.len(), 2, "{score}");
-    for (c, (t0, until, event)) in changes
-        .iter()
-        .zip([(100.0, 170.0, "join"), (170.0, 240.0, "leave")])
-    {
-        assert_eq!(c["t_s"].as_f64(), Some(t0));
-        assert_eq!(c["event"], event);
-        assert_eq!(c["back_s"].as_u64(), back(t0, until, false), "{c}");
-        assert_eq!(c["settled_s"].as_u64(), back(t0, until, true), "{c}");
-        let silent: usize = sessions
+        // The second window, [200,240]: its worst session among those with
+        // an optimum there (the leaver's has none).
+        let (worst, id) = sessions
             .iter()
-            .filter(|f| {
-                let src = f["source"].as_str().unwrap();
-                coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
+            .filter_map(|f| {
+                let w = &f["windows"][1];
+                let opt = w["optimum_kbps"].as_f64()?;
+                Some((
+                    w["recv_kbps_min"].as_f64().unwrap() / opt,
+                    f["id"].as_str().unwrap(),
+                ))
             })
-            .map(|f| {
-                series(f)[t0 as usize..t0 as usize + 15]
-                    .iter()
-                    .filter(|&&v| v == 0.0)
-                    .count()
-            })
-            .sum();
-        assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .unwrap();
+        let later = &score["later"][0];
+        assert_eq!(
+            (later["from_s"].as_f64(), later["to_s"].as_f64()),
+            (Some(200.0), Some(240.0))
+        );
+        assert!(
+            (later["worst_fraction"].as_f64().unwrap() - worst).abs() < 1e-9,
+            "{later}"
+        );
+        assert_eq!(later["worst_session"], id);
+        let line = format!("; [200,240] worst {worst:.3} ({id})");
+        assert!(stdout.contains(&line), "{line}");
+        // The joiner's start counts from its join, against its optimum then.
+        let joiner = changes[0]["node"].as_str().unwrap();
+        let opt = coded_at(&s, joiner, 100.5).unwrap();
+        let heard = series(flow(&s, joiner))
+            .iter()
+            .enumerate()
+            .skip(100)
+            .find(|&(_, &v)| v >= 0.5 * opt)
+            .map_or(140.0, |(t, _)| t as f64 - 100.0);
+        assert_eq!(
+            score["sessions"][joiner]["heard_s"].as_f64(),
+            Some(heard),
+            "{score}"
+        );
+        assert!(
+            stdout.contains(&format!("; join {joiner} at 100 s: back in ")),
+            "{stdout}"
+        );
     }
-    // The second window, [200,240]: its worst session among those with an
-    // optimum there (the leaver's has none).
-    let (worst, id) = sessions
-        .iter()
-        .filter_map(|f| {
-            let w = &f["windows"][1];
-            let opt = w["optimum_kbps"].as_f64()?;
-            Some((
-                w["recv_kbps_min"].as_f64().unwrap() / opt,
-                f["id"].as_str().unwrap(),
-            ))
-        })
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .unwrap();
-    let later = &score["later"][0];
-    assert_eq!(
-        (later["from_s"].as_f64(), later["to_s"].as_f64()),
-        (Some(200.0), Some(240.0))
-    );
-    assert!(
-        (later["worst_fraction"].as_f64().unwrap() - worst).abs() < 1e-9,
-        "{later}"
-    );
-    assert_eq!(later["worst_session"], id);
-    let line = format!("; [200,240] worst {worst:.3} ({id})");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains(&line),
-        "{line}"
-    );
-    // The joiner's start counts from its join, against its optimum then.
-    let joiner = changes[0]["node"].as_str().unwrap();
-    let opt = coded_at(&s, joiner, 100.5).unwrap();
-    let heard = series(flow(&s, joiner))
-        .iter()
-        .enumerate()
-        .skip(100)
-        .find(|&(_, &v)| v >= 0.5 * opt)
-        .map_or(140.0, |(t, _)| t as f64 - 100.0);
-    assert_eq!(
-        score["sessions"][joiner]["heard_s"].as_f64(),
-        Some(heard),
-        "{score}"
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Both kinds of figure were exercised, not only "never" and none.
+    assert!(found_back && found_silent, "{scores}");
     assert!(stdout.contains("; [200,240] mean worst "), "{stdout}");
     assert!(
-        stdout.contains(&format!("; join {joiner} at 100 s: back in ")),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("; joins: ") && stdout.contains(" of 1 back within 15 s, back median "),
+        stdout.contains("; joins: ") && stdout.contains(" of 2 back within 15 s, back median "),
         "{stdout}"
     );
     assert!(stdout.contains("; leaves: "), "{stdout}");
+}
+
+/// `score_underlays.py`'s figures of membership changes on a made-up
+/// summary whose series tell each rule apart: A and B from the start, C
+/// joining at 10 s and B leaving at 40 s, every optimum 100 kbit/s. After
+/// the join A has a dip at 21 s that a run of nine bins would skip (back
+/// 12 s), C settles at 99 only from 17 s (a mean over the whole span
+/// rather than its second half would call it settled from 14 s), A is
+/// silent at 10 and 11 s and B at 24 s, the join's fifteenth second (C,
+/// absent before, does not count); after the leave A stays at half its
+/// optimum (never back, settled at once).
+#[test]
+fn churn_figures_follow_their_rules_on_a_made_up_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a: Vec<f64> = (0..60)
+        .map(|t| match t {
+            0..=9 => 100.0,
+            10 | 11 => 0.0,
+            21 => 80.0,
+            40.. => 50.0,
+            _ => 95.0,
+        })
+        .collect();
+    let b: Vec<f64> = (0..60)
+        .map(|t| match t {
+            24 | 40.. => 0.0,
+            _ => 100.0,
+        })
+        .collect();
+    let c: Vec<f64> = (0..60)
+        .map(|t| match t {
+            0..=13 => 0.0,
+            14..=16 => 85.0,
+            17..=39 => 99.0,
+            _ => 92.0,
+        })
+        .collect();
+    let flow = |id: &str, r: &[f64]| {
+        let series: Vec<Value> = r
+            .iter()
+            .enumerate()
+            .map(|(t, v)| serde_json::json!({"t_s": t, "recv_kbps_min": v}))
+            .collect();
+        serde_json::json!({"id": id, "kind": "session", "source": id, "series": series})
+    };
+    let summary = serde_json::json!({
+        "duration_s": 60.0,
+        "membership": [
+            {"t_s": 0.0, "node": "A", "event": "join"},
+            {"t_s": 0.0, "node": "B", "event": "join"},
+            {"t_s": 10.0, "node": "C", "event": "join"},
+            {"t_s": 40.0, "node": "B", "event": "leave"},
+        ],
+        "optimum": [
+            {"from_s": 0.0, "coded": {"A": 100.0, "B": 100.0}},
+            {"from_s": 10.0, "coded": {"A": 100.0, "B": 100.0, "C": 100.0}},
+            {"from_s": 40.0, "coded": {"A": 100.0, "C": 100.0}},
+        ],
+        "flows": [flow("A", &a), flow("B", &b), flow("C", &c)],
+    });
+    std::fs::write(d.join("summary.json"), summary.to_string()).unwrap();
+    let code = format!(
+        "import json, sys; sys.path.insert(0, {:?}); \
+         from score_underlays import changes_figures; \
+         print(json.dumps(changes_figures(json.load(open('summary.json')))))",
+        root().join("scenarios/celerity").display().to_string()
+    );
+    let out = succeeded(
+        Command::new("python3")
+            .args(["-c", &code])
+            .current_dir(d)
+            .output()
+            .unwrap(),
+        "python3 -c changes_figures",
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        got,
+        serde_json::json!([
+            {"t_s": 10.0, "node": "C", "event": "join", "back_s": 12, "settled_s": 12, "silent_s": 3},
+            {"t_s": 40.0, "node": "B", "event": "leave", "back_s": null, "settled_s": 0, "silent_s": 0},
+        ])
+    );
 }
 
 /// The floor's rivals (`conference.floor_rivals`, on by default): two like
@@ -2811,11 +2909,8 @@ fn celerity_frames_sent_ahead_count_at_the_queue_they_met() {
         .chain(rule.iter().copied())
         .collect();
         let s = x264_run(dir.path(), &file, &sets);
-        let loss = s["flows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["kind"] == "session")
+        let loss = session_flows(&s)
+            .into_iter()
             .map(|f| num(&f["windows"][0]["loss"]))
             .fold(0.0, f64::max);
         (worst_session(&s), loss)
@@ -4537,12 +4632,7 @@ fn twelve_members_pace_their_sources_to_the_heads() {
         args.extend_from_slice(extra);
         let out = meshcast_ok(&args, dir.path());
         let s: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let sessions: Vec<&Value> = s["flows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["kind"] == "session")
-            .collect();
+        let sessions = session_flows(&s);
         assert_eq!(sessions.len(), 12);
         let policed: f64 = sessions
             .iter()
