@@ -27,10 +27,11 @@ every change's seconds until every present session is back at 90% of its
 new coded optimum for ten seconds in a row (issue 3's peer-dynamics line;
 "never" if not before the next change or the end), the same against where
 each session settles (the lesser of its optimum and its mean over the
-second half of the time to the next change), and the seconds of the first
-fifteen in which some receiver (the newcomer too) got nothing of a
-session from before the change; the last line sums them up for joins and
-leaves apart. Where a scenario has more than one report window, each
+second half of the time to the next change), and the session-seconds of
+silence: the seconds of the first fifteen in which a session's lowest
+receiver (the newcomer too) got nothing, summed over the sessions from
+before the change; the last line sums them up for joins and leaves
+apart. Where a scenario has more than one report window, each
 underlay and the last line also give the later windows' worst sessions.
 `--set` is
 handed to every run (e.g. `--set conference.pace_to_heads=true`);
@@ -187,12 +188,13 @@ def changes_figures(summary):
     """Every membership change after the start (`random_underlay.py
     --churn`): its time, node and event, `back_s` (`back_after`, issue 3's
     line, up to the next change), `settled_s` (the same against where the
-    sessions settle) and `silent_s`, the 1-s bins of the first
-    `BACK_WITHIN_S` seconds in which some receiver (after a join, the
-    newcomer too) got nothing of a session whose source was a member
-    before and after the change. The summary has only each session's
-    lowest receiver, so a newcomer still waiting for a session counts as
-    much as an old member that lost it."""
+    sessions settle) and `silent_s`, session-seconds of silence: the 1-s
+    bins of the first `BACK_WITHIN_S` seconds in which a session's lowest
+    receiver (after a join, the newcomer too) got nothing, summed over
+    the sessions whose source was a member before and after the change.
+    The summary has only each session's lowest receiver, so a newcomer
+    still waiting for a session counts as much as an old member that lost
+    it."""
     changes = membership_changes(summary)
     ends = [m["t_s"] for m in changes[1:]] + [summary["duration_s"]]
     out = []

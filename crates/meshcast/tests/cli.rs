@@ -1470,10 +1470,10 @@ fn coded_at(s: &Value, source: &str, t: f64) -> Option<f64> {
 /// present session has ten 1-s bins in a row at 90% of its new coded
 /// optimum before the next change (issue 3's peer-dynamics line), the same
 /// against the lesser of the optimum and the session's mean over the
-/// second half of that span, and the first fifteen seconds' silent bins of
-/// the sessions present before and after; the late joiner's start counts
-/// from its join (docs/celerity.md, "Joins and leaves on random
-/// underlays").
+/// second half of that span, and the first fifteen seconds' silent bins
+/// summed over the sessions present before and after, and the second
+/// window's worst session; the late joiner's start counts from its join
+/// (docs/celerity.md, "Joins and leaves on random underlays").
 #[test]
 fn underlays_with_churn_score_joins_and_leaves() {
     let dir = tempfile::tempdir().unwrap();
