@@ -241,7 +241,7 @@ def score(summary):
     rows = []
     starts = {}
     frames = {}
-    churn = bool(membership_changes(summary))
+    changes = changes_figures(summary)
     for f in sessions(summary):
         if not f["windows"]:
             raise ValueError("the scenario has no report window")
@@ -255,7 +255,7 @@ def score(summary):
         # Where members come and go, a session's optimum at its start can
         # differ from its window's: a member that joins later adds
         # uploads the others' trees can use.
-        at_start = coded_optimum(summary, f["source"], t0 + 0.5) if churn else opt
+        at_start = coded_optimum(summary, f["source"], t0 + 0.5) if changes else opt
         starts[f["id"]] = start_figures(f, at_start, summary["duration_s"], t0)
         if w.get("video"):
             frames[f["id"]] = (w["video"]["whole_min"] or 0.0, w["video"]["decodable_min"] or 0.0)
@@ -266,7 +266,6 @@ def score(summary):
     if len(frames) == len(rows):
         extra = {"worst_whole": min(w for w, _ in frames.values()),
                  "worst_decodable": min(d for _, d in frames.values())}
-    changes = changes_figures(summary)
     if changes:
         extra["changes"] = changes
     later = later_windows(summary)

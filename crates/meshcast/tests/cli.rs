@@ -772,6 +772,18 @@ fn worst_session(s: &Value) -> (f64, String) {
         .unwrap()
 }
 
+/// `score_underlays.py` with `options` on `files` (in `dir`), writing its
+/// JSON to `scores.json`: its output and that JSON.
+fn score_files(dir: &Path, options: &[&str], files: &[String]) -> (Output, Value) {
+    let mut args = vec!["--meshcast", env!("CARGO_BIN_EXE_meshcast")];
+    args.extend_from_slice(options);
+    args.extend(["--json", "scores.json"]);
+    args.extend(files.iter().map(String::as_str));
+    let out = python_ok("score_underlays.py", &args, dir);
+    let scores = serde_json::from_slice(&std::fs::read(dir.join("scores.json")).unwrap()).unwrap();
+    (out, scores)
+}
+
 /// `random_underlay.py` writes underlays that run, and `score_underlays.py`
 /// scores them as their summaries say: per underlay the session whose lowest
 /// receiver got the least of its coded optimum in the window, with its
@@ -787,12 +799,7 @@ fn underlay_scripts_generate_and_score_underlays() {
         .iter()
         .map(|s| d.join(format!("ru/r{s}.toml")).display().to_string())
         .collect();
-    let bin = env!("CARGO_BIN_EXE_meshcast");
-    let mut args = vec!["--meshcast", bin, "--json", "scores.json"];
-    args.extend(files.iter().map(String::as_str));
-    let out = python_ok("score_underlays.py", &args, d);
-    let scores: Value =
-        serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
+    let (out, scores) = score_files(d, &[], &files);
     let mut worst = Vec::new();
     let mut every = Vec::new();
     for (file, score) in files.iter().zip(scores.as_array().unwrap()) {
@@ -847,6 +854,7 @@ fn underlay_scripts_generate_and_score_underlays() {
         stdout.contains("; start: heard at ") && stdout.contains(" silent s"),
         "{stdout}"
     );
+    let bin = env!("CARGO_BIN_EXE_meshcast");
     python_refused(
         "score_underlays.py",
         &["--meshcast", bin, "nothing.toml"],
@@ -867,23 +875,8 @@ fn score_underlays_averages_over_seeds() {
     let d = dir.path();
     python_ok("random_underlay.py", &["14", "15", "ru"], d);
     let file = d.join("ru/r14.toml").display().to_string();
-    let bin = env!("CARGO_BIN_EXE_meshcast");
-    let args = [
-        "--meshcast",
-        bin,
-        "--seeds",
-        "2",
-        "--first-seed",
-        "3",
-        "--spread-ms",
-        "30",
-        "--json",
-        "scores.json",
-        &file,
-    ];
-    let out = python_ok("score_underlays.py", &args, d);
-    let scores: Value =
-        serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
+    let options = ["--seeds", "2", "--first-seed", "3", "--spread-ms", "30"];
+    let (out, scores) = score_files(d, &options, std::slice::from_ref(&file));
     let score = &scores[0];
     let mut worst = Vec::new();
     let mut fractions: Vec<BTreeMap<String, f64>> = Vec::new();
@@ -925,6 +918,7 @@ fn score_underlays_averages_over_seeds() {
     assert!(stdout.contains("over 2 seeds sd "), "{stdout}");
     let row = format!("1 scenarios: mean worst fraction {mean:.3}");
     assert!(stdout.contains(&row), "{stdout}");
+    let bin = env!("CARGO_BIN_EXE_meshcast");
     python_refused(
         "score_underlays.py",
         &["--meshcast", bin, "--seeds", "2", "--set", "seed=5", &file],
@@ -1523,13 +1517,8 @@ fn underlays_with_churn_score_joins_and_leaves() {
         .iter()
         .map(|seed| d.join(format!("churn/r{seed}.toml")).display().to_string())
         .collect();
-    let bin = env!("CARGO_BIN_EXE_meshcast");
-    let mut args = vec!["--meshcast", bin, "--json", "scores.json"];
-    args.extend(files.iter().map(String::as_str));
-    let out = python_ok("score_underlays.py", &args, d);
+    let (out, scores) = score_files(d, &[], &files);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let scores: Value =
-        serde_json::from_slice(&std::fs::read(d.join("scores.json")).unwrap()).unwrap();
     let (mut found_back, mut found_silent) = (false, false);
     for (file, score) in files.iter().zip(scores.as_array().unwrap()) {
         let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
