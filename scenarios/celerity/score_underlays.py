@@ -188,31 +188,44 @@ def changes_figures(summary):
     """Every membership change after the start (`random_underlay.py
     --churn`): its time, node and event, `back_s` (`back_after`, issue 3's
     line, up to the next change), `settled_s` (the same against where the
-    sessions settle) and `silent_s`, session-seconds of silence: the 1-s
+    sessions settle), `silent_s`, session-seconds of silence: the 1-s
     bins of the first `BACK_WITHIN_S` seconds in which a session's lowest
     receiver (after a join, the newcomer too) got nothing, summed over
-    the sessions whose source was a member before and after the change.
-    The summary has only each session's lowest receiver, so a newcomer
-    still waiting for a session counts as much as an old member that lost
-    it."""
+    the sessions whose source was a member before and after the change,
+    and `members_silent_s`, the part of them in which a receiver that was
+    a member before the change got nothing (`members_silent`): a join's
+    silence that is only the newcomer's wait is not the old members'."""
     changes = membership_changes(summary)
     ends = [m["t_s"] for m in changes[1:]] + [summary["duration_s"]]
     out = []
     for m, until in zip(changes, ends):
         t0 = m["t_s"]
-        silent = 0
+        silent = members = 0
         for f in sessions(summary):
             before = coded_optimum(summary, f["source"], t0 - 0.5)
             after = coded_optimum(summary, f["source"], t0 + 0.5)
             if before is None or after is None:
                 continue
-            r = recv_series(f)
-            silent += sum(1 for v in r[int(t0):int(t0) + BACK_WITHIN_S] if v == 0)
+            bins = f["series"][int(t0):int(t0) + BACK_WITHIN_S]
+            silent += sum(1 for b in bins if b["recv_kbps_min"] == 0)
+            newcomer = m["node"] if m["event"] == "join" else None
+            members += sum(1 for b in bins if members_silent(b, newcomer))
         out.append({"t_s": t0, "node": m["node"], "event": m["event"],
                     "back_s": back_after(summary, t0, until),
                     "settled_s": back_after(summary, t0, until, settled=True),
-                    "silent_s": silent})
+                    "silent_s": silent, "members_silent_s": members})
     return out
+
+
+def members_silent(sample, newcomer):
+    """Whether, in a session's 1-s `sample`, a receiver other than
+    `newcomer` (None: any) got nothing. Each receiver's figure is the
+    sample's `recv_kbps`; a session with one receiver has only
+    `recv_kbps_min`, which is that receiver's."""
+    each = sample.get("recv_kbps")
+    if each is None:
+        return sample["recv_kbps_min"] == 0
+    return any(v == 0 for node, v in each.items() if node != newcomer)
 
 
 def later_windows(summary):
@@ -398,7 +411,7 @@ def changes_row(changes):
     """A set's membership changes of one kind (`changes_figures`' dicts):
     how many, how many are back within `BACK_WITHIN_S`, the median and
     worst `back_s` and `settled_s` (None for never, which sorts last) and
-    the mean silent seconds."""
+    the mean silent seconds, all and the old members'."""
     def spread(key):
         xs = [c[key] for c in changes if c[key] is not None]
         never = len(changes) - len(xs)
@@ -411,7 +424,9 @@ def changes_row(changes):
                           for c in changes),
             "back_s": spread("back_s"),
             "settled_s": spread("settled_s"),
-            "silent_s": statistics.mean(c["silent_s"] for c in changes) if changes else 0.0}
+            "silent_s": statistics.mean(c["silent_s"] for c in changes) if changes else 0.0,
+            "members_silent_s": (statistics.mean(c["members_silent_s"] for c in changes)
+                                 if changes else 0.0)}
 
 
 def frames_text(figures):
@@ -440,10 +455,10 @@ def later_text(figures, line=False):
 
 def changes_text(figures):
     """An underlay's membership changes (its score's `changes`) as `;
-    join P3 at 100 s: back in 9 s (settled 6 s), 0 silent s`, or a set's
-    (`set_figures`' `changes`) as `; joins: 80 of 90 back within 15 s,
-    back median 9 s, worst 40 s, never 3; settled ...; silent 0.2 s`;
-    empty without changes."""
+    join P3 at 100 s: back in 9 s (settled 6 s), 2 silent s (members' 1)`,
+    or a set's (`set_figures`' `changes`) as `; joins: 80 of 90 back
+    within 15 s, back median 9 s, worst 40 s, never 3; settled ...; silent
+    0.20 s (members' 0.10)`; empty without changes."""
     changes = figures.get("changes")
     if not changes:
         return ""
@@ -454,6 +469,7 @@ def changes_text(figures):
     if isinstance(changes, list):
         return "".join(f"; {c['event']} {c['node']} at {c['t_s']:g} s: back in {secs(c['back_s'])} "
                        f"(settled {secs(c['settled_s'])}), {c['silent_s']} silent s"
+                       f" (members' {c['members_silent_s']})"
                        for c in changes)
 
     def spread(name, x):
@@ -462,7 +478,7 @@ def changes_text(figures):
 
     return "".join(f"; {e}s: {row['within']} of {row['count']} back within {BACK_WITHIN_S} s, "
                    f"{spread('back', row['back_s'])}, {spread('settled', row['settled_s'])}, "
-                   f"silent {row['silent_s']:.2f} s"
+                   f"silent {row['silent_s']:.2f} s (members' {row['members_silent_s']:.2f})"
                    for e, row in changes.items() if row["count"])
 
 

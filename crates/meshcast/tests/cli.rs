@@ -188,6 +188,8 @@ fn bottleneck_report_shows_the_analytical_results() {
     ] {
         assert!(series[20].get(k).is_some(), "series lacks {k}");
     }
+    // One receiver: its goodput is `recv_kbps_min`, not repeated by name.
+    assert!(series[20].get("recv_kbps").is_none());
     // Every output is there.
     let out = dir.path().join("out");
     for f in [
@@ -1579,6 +1581,29 @@ fn underlays_with_churn_score_joins_and_leaves() {
                 })
                 .sum();
             assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
+            // Of those, the seconds in which a receiver that was a member
+            // before the change got nothing.
+            let newcomer = (event == "join").then(|| c["node"].as_str().unwrap());
+            let members: usize = sessions
+                .iter()
+                .filter(|f| {
+                    let src = f["source"].as_str().unwrap();
+                    coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
+                })
+                .map(|f| {
+                    f["series"].as_array().unwrap()[t0 as usize..t0 as usize + 15]
+                        .iter()
+                        .filter(|b| {
+                            b["recv_kbps"]
+                                .as_object()
+                                .unwrap()
+                                .iter()
+                                .any(|(n, v)| Some(n.as_str()) != newcomer && num(v) == 0.0)
+                        })
+                        .count()
+                })
+                .sum();
+            assert_eq!(c["members_silent_s"].as_u64(), Some(members as u64), "{c}");
             found_back |= c["back_s"].is_u64();
             found_silent |= silent > 0;
         }
@@ -1681,7 +1706,7 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
             .collect();
         serde_json::json!({"id": id, "kind": "session", "source": id, "series": series})
     };
-    let summary = serde_json::json!({
+    let mut summary = serde_json::json!({
         "duration_s": 60.0,
         "membership": [
             {"t_s": 0.0, "node": "A", "event": "join"},
@@ -1696,6 +1721,15 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
         ],
         "flows": [flow("A", &a), flow("B", &b), flow("C", &c)],
     });
+    // Each receiver's figures where they tell the rules apart: A's two
+    // silent seconds after C joins are C's wait, B's one is A's loss.
+    for (f, t, each) in [
+        (0, 10, serde_json::json!({"B": 100.0, "C": 0.0})),
+        (0, 11, serde_json::json!({"B": 100.0, "C": 0.0})),
+        (1, 24, serde_json::json!({"A": 0.0, "C": 100.0})),
+    ] {
+        summary["flows"][f]["series"][t]["recv_kbps"] = each;
+    }
     std::fs::write(d.join("summary.json"), summary.to_string()).unwrap();
     let code = format!(
         "import json, sys; sys.path.insert(0, {:?}); \
@@ -1715,8 +1749,10 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
     assert_eq!(
         got,
         serde_json::json!([
-            {"t_s": 10.0, "node": "C", "event": "join", "back_s": 12, "settled_s": 12, "silent_s": 3},
-            {"t_s": 40.0, "node": "B", "event": "leave", "back_s": null, "settled_s": 0, "silent_s": 0},
+            {"t_s": 10.0, "node": "C", "event": "join", "back_s": 12, "settled_s": 12, "silent_s": 3,
+             "members_silent_s": 1},
+            {"t_s": 40.0, "node": "B", "event": "leave", "back_s": null, "settled_s": 0, "silent_s": 0,
+             "members_silent_s": 0},
         ])
     );
 }
@@ -3754,6 +3790,62 @@ fn celerity_recovers_after_a_participant_leaves() {
             recv_series(&s, p)[300..330].to_vec()
         );
     }
+}
+
+/// Every session's seconds and windows give each receiver's goodput
+/// (`recv_kbps`): the members present throughout the second or window, by
+/// name, the lowest of them being `recv_kbps_min`; series.csv repeats them
+/// as the metric `recv_kbps.NODE`. On peer-dynamics D counts only within
+/// [120, 300), where it is present.
+#[test]
+fn sessions_report_each_receivers_goodput() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let s = scenario_json(
+        dir.path(),
+        "celerity/peer-dynamics.toml",
+        &["--out", out.to_str().unwrap()],
+    );
+    let expect = |src: &str, from: u64, to: u64| -> Vec<String> {
+        ["A", "B", "C", "D"]
+            .into_iter()
+            .filter(|&m| m != src && (m != "D" || (120 <= from && to <= 300)))
+            .map(String::from)
+            .collect()
+    };
+    let check = |src: &str, from: u64, to: u64, fig: &Value| {
+        let each = fig["recv_kbps"].as_object().expect("recv_kbps");
+        assert_eq!(
+            each.keys().cloned().collect::<Vec<_>>(),
+            expect(src, from, to),
+            "{src} over [{from},{to})"
+        );
+        let min = each.values().map(num).fold(f64::INFINITY, f64::min);
+        assert_eq!(min, num(&fig["recv_kbps_min"]), "{src} over [{from},{to})");
+    };
+    for f in s["flows"].as_array().unwrap() {
+        let src = f["source"].as_str().unwrap();
+        for b in f["series"].as_array().unwrap() {
+            let t = b["t_s"].as_u64().unwrap();
+            check(src, t, t + 1, b);
+        }
+        for w in f["windows"].as_array().unwrap() {
+            let (from, to) = (w["from_s"].as_u64().unwrap(), w["to_s"].as_u64().unwrap());
+            check(src, from, to, w);
+        }
+    }
+    // The join's first seconds, receiver by receiver, in series.csv too.
+    let csv = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    let mut rows = 0;
+    for t in 120..126 {
+        let b = &flow(&s, "A")["series"][t];
+        for (node, v) in b["recv_kbps"].as_object().unwrap() {
+            let row = format!("\n{t},flow,A,recv_kbps.{node},{}\n", num(v));
+            assert!(csv.contains(&row), "{row:?}");
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, 18);
 }
 
 /// Session `p`'s lowest-receiver goodput, one entry per second.

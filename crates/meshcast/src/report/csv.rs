@@ -1,5 +1,7 @@
 //! `series.csv`: every per-second figure in long ("tidy") form,
-//! `t_s,entity,id,metric,value`, ready for pandas, R or a spreadsheet.
+//! `t_s,entity,id,metric,value`, ready for pandas, R or a spreadsheet; a
+//! flow with more than one receiver adds a metric `recv_kbps.NODE` per
+//! receiver.
 //! An empty value means "not defined" (no packet received or sent).
 //! Links that never carried or dropped a packet are left out.
 
@@ -32,6 +34,10 @@ pub(super) fn series_csv(summary: &Summary, stats: &RunStats) -> String {
                 .chain(layered.into_iter().flatten())
             {
                 let _ = writeln!(out, "{},flow,{id},{m},{}", s.t_s, num(v));
+            }
+            for (node, v) in s.recv_kbps.iter().flatten() {
+                let m = field(&format!("recv_kbps.{node}"));
+                let _ = writeln!(out, "{},flow,{id},{m},{v}", s.t_s);
             }
         }
     }

@@ -14,6 +14,7 @@ use meshcast_core::metrics::{Drops, FlowFigures, FlowRecord, Overhead};
 use meshcast_core::video::VideoFigures;
 use meshcast_sim::{Counters, LinkFigures, LinkRecord, RunStats};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use table::results_table;
@@ -254,13 +255,17 @@ pub struct Window {
 }
 
 /// One second of a flow's series.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct FlowSample {
     /// Start of the second.
     pub t_s: u64,
     /// The figures over `[t_s, t_s + 1)`.
     #[serde(flatten)]
     pub fig: FlowFigures,
+    /// A flow with more than one receiver: each receiver's payload
+    /// goodput, kbit/s, by name (see [`receiver_kbps`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recv_kbps: Option<ReceiverKbps>,
     /// A layered stream's frame figures over frames generated in the
     /// second.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -271,13 +276,40 @@ pub struct FlowSample {
     pub video: Option<VideoFigures>,
 }
 
+/// Each receiver's payload goodput, kbit/s, by name.
+pub type ReceiverKbps = BTreeMap<String, f64>;
+
+/// A flow with more than one declared receiver: each receiver that
+/// `recv_kbps_min` counts over the whole seconds `[from_s, to_s)` of a run
+/// that ended at `end` (those present throughout, or all if none is), with
+/// its payload goodput, rounded as `recv_kbps_min` is. `None` for a flow
+/// with one receiver, whose `recv_kbps_min` says it all.
+fn receiver_kbps(
+    f: &FlowRecord,
+    from_s: u64,
+    to_s: u64,
+    end: Time,
+    name: impl Fn(meshcast_core::NodeId) -> String,
+) -> Option<ReceiverKbps> {
+    (f.receivers.len() > 1).then(|| {
+        f.receiver_kbps(from_s, to_s, end)
+            .into_iter()
+            .map(|(n, v)| (name(n), r(v, 3)))
+            .collect()
+    })
+}
+
 /// A flow's figures over a report window. A conference session's also
 /// carry the central optimum in the middle of the window.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct FlowWindowFigures {
     /// What was measured.
     #[serde(flatten)]
     pub flow: FlowFigures,
+    /// A flow with more than one receiver: each receiver's payload
+    /// goodput, kbit/s, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recv_kbps: Option<ReceiverKbps>,
     /// The session's rate in the unrestricted (coded) optimum, kbit/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub optimum_kbps: Option<f64>,
@@ -530,6 +562,7 @@ fn flow_summary(
     FlowSummary {
         windows: per_window(windows, |from, to| FlowWindowFigures {
             flow: rounded_flow(f.figures(from, to, stats.end)),
+            recv_kbps: receiver_kbps(f, from, to, stats.end, name),
             optimum_kbps: opt(from, to, "coded"),
             optimum_twohop_kbps: opt(from, to, "twohop"),
             dropped: session_drops(f, from, to),
@@ -573,6 +606,7 @@ pub(crate) fn measured_flow(
             .map(|t| FlowSample {
                 t_s: t,
                 fig: rounded_flow(f.figures(t, t + 1, end)),
+                recv_kbps: receiver_kbps(f, t, t + 1, end, &name),
                 layered: layered(t),
                 video: rounded_video(f.video_figures(t, t + 1, end)),
             })
