@@ -263,7 +263,7 @@ pub struct FlowSample {
     #[serde(flatten)]
     pub fig: FlowFigures,
     /// A flow with more than one receiver: each receiver's payload
-    /// goodput, kbit/s, by name (see [`receiver_kbps`]).
+    /// goodput, kbit/s, by name (the receivers `recv_kbps_min` counts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recv_kbps: Option<ReceiverKbps>,
     /// A layered stream's frame figures over frames generated in the
