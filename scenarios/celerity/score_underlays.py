@@ -411,7 +411,8 @@ def changes_row(changes):
     """A set's membership changes of one kind (`changes_figures`' dicts):
     how many, how many are back within `BACK_WITHIN_S`, the median and
     worst `back_s` and `settled_s` (None for never, which sorts last) and
-    the mean silent seconds, all and the old members'."""
+    the mean silent seconds, all and, where every change has them (scores
+    from before the thirty-ninth session do not), the old members'."""
     def spread(key):
         xs = [c[key] for c in changes if c[key] is not None]
         never = len(changes) - len(xs)
@@ -419,14 +420,24 @@ def changes_row(changes):
         return {"median": None if median == math.inf else median,
                 "worst": max(xs) if xs else None,
                 "never": never}
-    return {"count": len(changes),
-            "within": sum(c["back_s"] is not None and c["back_s"] <= BACK_WITHIN_S
-                          for c in changes),
-            "back_s": spread("back_s"),
-            "settled_s": spread("settled_s"),
-            "silent_s": statistics.mean(c["silent_s"] for c in changes) if changes else 0.0,
-            "members_silent_s": (statistics.mean(c["members_silent_s"] for c in changes)
-                                 if changes else 0.0)}
+    row = {"count": len(changes),
+           "within": sum(c["back_s"] is not None and c["back_s"] <= BACK_WITHIN_S
+                         for c in changes),
+           "back_s": spread("back_s"),
+           "settled_s": spread("settled_s"),
+           "silent_s": statistics.mean(c["silent_s"] for c in changes) if changes else 0.0}
+    if all("members_silent_s" in c for c in changes):
+        row["members_silent_s"] = (statistics.mean(c["members_silent_s"] for c in changes)
+                                   if changes else 0.0)
+    return row
+
+
+def members_text(figures, digits):
+    """` (members' M)` for a change's or a set's row with the old members'
+    silent seconds (`changes_figures`), else empty."""
+    if "members_silent_s" not in figures:
+        return ""
+    return f" (members' {figures['members_silent_s']:.{digits}f})"
 
 
 def frames_text(figures):
@@ -469,7 +480,7 @@ def changes_text(figures):
     if isinstance(changes, list):
         return "".join(f"; {c['event']} {c['node']} at {c['t_s']:g} s: back in {secs(c['back_s'])} "
                        f"(settled {secs(c['settled_s'])}), {c['silent_s']} silent s"
-                       f" (members' {c['members_silent_s']})"
+                       + members_text(c, 0)
                        for c in changes)
 
     def spread(name, x):
@@ -478,7 +489,7 @@ def changes_text(figures):
 
     return "".join(f"; {e}s: {row['within']} of {row['count']} back within {BACK_WITHIN_S} s, "
                    f"{spread('back', row['back_s'])}, {spread('settled', row['settled_s'])}, "
-                   f"silent {row['silent_s']:.2f} s (members' {row['members_silent_s']:.2f})"
+                   f"silent {row['silent_s']:.2f} s" + members_text(row, 2)
                    for e, row in changes.items() if row["count"])
 
 

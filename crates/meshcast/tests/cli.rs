@@ -1755,6 +1755,33 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
              "members_silent_s": 0},
         ])
     );
+    // Scores from before the old members' figure came still make a set's
+    // row and text, without it.
+    let code = format!(
+        "import sys; sys.path.insert(0, {:?}); \
+         from score_underlays import changes_row, changes_text; \
+         old = {{'back_s': 9, 'settled_s': 6, 'silent_s': 2}}; \
+         new = dict(old, members_silent_s=1); \
+         print(changes_text({{'changes': {{'join': changes_row([old])}}}})); \
+         print(changes_text({{'changes': {{'join': changes_row([new, new])}}}}))",
+        root().join("scenarios/celerity").display().to_string()
+    );
+    let out = succeeded(
+        Command::new("python3")
+            .args(["-c", &code])
+            .current_dir(d)
+            .output()
+            .unwrap(),
+        "python3 -c changes_row",
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].ends_with("silent 2.00 s"), "{text}");
+    assert!(
+        lines[1].ends_with("silent 2.00 s (members' 1.00)"),
+        "{text}"
+    );
 }
 
 /// The floor's rivals (`conference.floor_rivals`, on by default): two like
