@@ -156,6 +156,7 @@ pub(crate) struct RawConference {
     standing_ratio: Option<Spanned<f64>>,
     gain_floor: Option<Spanned<f64>>,
     floor_share: Option<Spanned<f64>>,
+    join_rate: Option<Spanned<f64>>,
     police_slack: Option<Spanned<f64>>,
     repair_ratio: Option<Spanned<f64>>,
     late_margin_ms: Option<Spanned<f64>>,
@@ -487,6 +488,9 @@ pub(crate) fn check(
     }
     if let Some(v) = positive_fraction(&raw.floor_share, "conference.floor_share")? {
         params.floor_share = v;
+    }
+    if let Some(v) = positive_fraction(&raw.join_rate, "conference.join_rate")? {
+        params.join_rate = v;
     }
     if let Some(v) = fraction(&raw.police_slack, "conference.police_slack")? {
         params.police_slack = v;

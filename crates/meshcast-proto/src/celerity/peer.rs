@@ -609,6 +609,24 @@ pub struct CelerityParams {
     pub max_rate: Option<Rate>,
     /// Rate of a link before its tail has said anything, kbit/s.
     pub initial_rate_kbps: f64,
+    /// The links with a member that joins a running conference start
+    /// every session at `join_rate · initial_rate_kbps`, in both
+    /// directions (1: at the initial rate, as at the start). A member
+    /// whose own start window is over (see [`CelerityParams::quick_start`])
+    /// takes a member it then hears of for a newcomer, and says it is
+    /// running in its greeting; a newcomer that hears so within
+    /// [`JOIN_NEWS`] of its own start takes the same rate on all its
+    /// links (at most what they carry). Celerity's own trees only: the
+    /// Simulcast and Mutualcast baselines start every link at the initial
+    /// rate.
+    ///
+    /// Every session's packing uses every link into a newcomer at once,
+    /// its own and the ones it would relay, and quick start grows them
+    /// all together: at the initial rate a newcomer behind a full
+    /// bottleneck from most members overran it, and the members behind it
+    /// got only late packets for seconds (docs/celerity.md, "Joins at a
+    /// quarter of the initial rate").
+    pub join_rate: f64,
     /// A member not heard from for this long has left.
     pub liveness: Duration,
     /// Opportunistic local loss recovery (§5.4): on a link that loses at
@@ -1687,6 +1705,7 @@ impl Default for CelerityParams {
             bundle_wait: Duration::from_millis(BUNDLE_WAIT_MS),
             max_rate: None,
             initial_rate_kbps: 20.0,
+            join_rate: JOIN_RATE_DEFAULT,
             liveness: Duration::from_secs(3),
             repair_ratio: 0.5,
             late_margin: Duration::from_millis(40),
@@ -2100,7 +2119,7 @@ const LONE_HOLD_MAX: Duration = Duration::from_secs(1);
 /// receiver shows nothing until the keyframe), and relays of any of them.
 fn urgent(c: &Control) -> bool {
     match c {
-        Control::Hello | Control::Bye | Control::KeyframeRequest { .. } => true,
+        Control::Hello { .. } | Control::Bye | Control::KeyframeRequest { .. } => true,
         Control::Relay { inner, .. } => inner.iter().any(urgent),
         _ => false,
     }
@@ -2191,6 +2210,15 @@ fn repack_gap(members: usize) -> Option<Duration> {
 /// A source trusts a link-state report this long (two heartbeats and
 /// some).
 const REPORT_FRESH: Duration = Duration::from_secs(7);
+
+/// [`CelerityParams::join_rate`]'s default.
+pub const JOIN_RATE_DEFAULT: f64 = 0.25;
+
+/// How long after its own start a member that hears it joined a running
+/// conference still takes its links to [`CelerityParams::join_rate`]: a
+/// running member's greeting answers its own within a round trip, and
+/// later its links' rates are its quick start's own.
+pub const JOIN_NEWS: Duration = Duration::from_secs(1);
 
 /// Whether `now` differs from `before` by more than [`MOVED`].
 fn moved(now: f64, before: f64) -> bool {
@@ -2910,6 +2938,9 @@ pub struct CelerityPeer {
     n: usize,
     me: usize,
     present: Vec<bool>,
+    /// Whether this peer took its links to the join rate on joining a
+    /// running conference (see [`CelerityParams::join_rate`]).
+    joined_running: bool,
     /// When each member was last heard from, directly or through relayed
     /// data and control (membership).
     heard: Vec<Option<Time>>,
@@ -3024,6 +3055,7 @@ impl CelerityPeer {
         for (name, v) in [
             ("ceiling_exponent", p.ceiling_exponent),
             ("floor_share", p.floor_share),
+            ("join_rate", p.join_rate),
         ] {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(ConfigError::Param(format!("{name} must be in (0, 1]")));
@@ -3210,6 +3242,7 @@ impl CelerityPeer {
             me,
             present,
             heard: vec![None; n],
+            joined_running: false,
             direct: vec![None; n],
             bye_at: vec![None; n],
             reach: vec![0; n],
@@ -3505,10 +3538,56 @@ impl CelerityPeer {
         self.set(Timer::Liveness, Some(now + Duration::from_millis(500)));
         for v in 0..self.n {
             if v != self.me {
-                self.queue_control(v, now, &Control::Hello, Duration::ZERO);
+                let hello = Control::Hello { running: false };
+                self.queue_control(v, now, &hello, Duration::ZERO);
             }
         }
         self.flush(now, true);
+    }
+
+    /// Whether this peer's own start window is over: a member it hears of
+    /// from now on joins a running conference (see
+    /// [`CelerityParams::join_rate`]).
+    fn running(&self, now: Time) -> bool {
+        self.started && now >= self.start_window_end
+    }
+
+    /// A member joining a running conference: the links with `u` carry
+    /// every session at the join rate (at most what they carry now).
+    /// Celerity's own trees only.
+    fn start_at_join_rate(&mut self, u: usize) {
+        if !self.celerity_trees() {
+            return;
+        }
+        let p = &self.cfg.params;
+        let c = p.initial_rate_kbps.max(0.0) * p.join_rate;
+        for r in self.incoming[u]
+            .rates
+            .iter_mut()
+            .chain(self.outgoing[u].rates.iter_mut())
+        {
+            *r = r.min(c);
+        }
+        // The head hears every rate of the link next (the rates it holds
+        // may be the initial ones).
+        self.incoming[u].full_sent_at = None;
+    }
+
+    /// A running member greeted this peer: if that is news within
+    /// [`JOIN_NEWS`] of its start, it joined a running conference, and
+    /// all its links start at the join rate.
+    fn joined_running_conference(&mut self, now: Time) {
+        // This peer started `quick_start` before its start window ends.
+        let late = now + self.cfg.params.quick_start > self.start_window_end + JOIN_NEWS;
+        if self.joined_running || !self.started || self.running(now) || late {
+            return;
+        }
+        self.joined_running = true;
+        // The members heard of later start so too (`heard_from`).
+        for u in self.others() {
+            self.start_at_join_rate(u);
+        }
+        self.repack_soon(now);
     }
 
     fn membership_changed(&mut self, now: Time) {
@@ -3543,8 +3622,13 @@ impl CelerityPeer {
         self.heard[u] = Some(now);
         if !self.present[u] {
             self.present[u] = true;
-            // Answer so a newcomer learns of us at once.
-            self.queue_control(u, now, &Control::Hello, Duration::ZERO);
+            let running = self.running(now);
+            if running || self.joined_running {
+                self.start_at_join_rate(u);
+            }
+            // Answer so a newcomer learns of us (and that we are running)
+            // at once.
+            self.queue_control(u, now, &Control::Hello { running }, Duration::ZERO);
             self.membership_changed(now);
         }
     }
@@ -3669,7 +3753,7 @@ impl CelerityPeer {
     /// `v` is up (or `v` is not known yet, or it is a probe), otherwise
     /// wrapped in a [`Control::Relay`] through a neighbour that hears `v`.
     fn queue_control(&mut self, v: usize, now: Time, c: &Control, wait: Duration) {
-        let direct = matches!(c, Control::Hello) || !self.present[v] || self.link_up(v, now);
+        let direct = matches!(c, Control::Hello { .. }) || !self.present[v] || self.link_up(v, now);
         match self.relay_for(v, now).filter(|_| !direct) {
             Some(w) => {
                 let relayed = Control::Relay {
@@ -5884,7 +5968,10 @@ impl CelerityPeer {
             if !self.link_up(u, now) && self.outgoing[u].pending.is_empty() {
                 // Keep greeting members we do not hear directly: they may
                 // start later, or the link between us may come back.
-                self.queue_direct(u, now, &Control::Hello, Duration::ZERO);
+                let hello = Control::Hello {
+                    running: self.running(now),
+                };
+                self.queue_direct(u, now, &hello, Duration::ZERO);
             }
         }
         // Tell the neighbours whom this peer hears, so they can relay
@@ -6135,7 +6222,11 @@ impl CelerityPeer {
                     s.recv_side = recv_side;
                 }
             }
-            Control::Hello => {}
+            Control::Hello { running } => {
+                if running {
+                    self.joined_running_conference(now);
+                }
+            }
             Control::Bye => {
                 self.bye_at[u] = Some(now);
                 self.left(u, now);
@@ -6228,7 +6319,7 @@ impl CelerityPeer {
             }
             if !matches!(
                 c,
-                Control::Relay { .. } | Control::Reach { .. } | Control::Hello
+                Control::Relay { .. } | Control::Reach { .. } | Control::Hello { .. }
             ) {
                 self.on_control(origin, now, c);
             }

@@ -4646,7 +4646,7 @@ fn a_retransmission_request_is_held_only_within_its_life() {
                 p.send_data(now, 1, &header, Vec::new(), &[0u8; 400]);
             }
             if hello == Some(ms) {
-                p.queue_control(1, now, &Control::Hello, Duration::ZERO);
+                p.queue_control(1, now, &Control::Hello { running: false }, Duration::ZERO);
             }
             p.flush(now, false);
             while let Some(t) = p.poll_transmit(now) {
@@ -4711,4 +4711,65 @@ fn a_lagging_applications_offer_leads_by_the_rates_move_over_its_lag() {
     // No gain, no lead; no packing, nothing.
     assert_eq!(lead_from(&rates, at(900), lag(400), 0.0), 160.0);
     assert_eq!(lead_from(&history(&[]), at(900), lag(400), 1.0), 0.0);
+}
+
+/// The join rate (`CelerityParams::join_rate`): a member past its start
+/// window starts the links with a member it then hears of at the join
+/// rate, every session, both ways, and greets it as running; a newcomer
+/// greeted so within `JOIN_NEWS` of its start takes all its links there
+/// (and those of members it hears of later), but not later than that, nor
+/// when the greeting says its sender is not running; the baselines keep
+/// the initial rate.
+#[test]
+fn members_joining_a_running_conference_start_their_links_at_the_join_rate() {
+    let c0 = CelerityParams::default().initial_rate_kbps;
+    let join = c0 * JOIN_RATE_DEFAULT;
+    assert!(join < c0);
+    let rates = |p: &CelerityPeer, u: usize| -> Vec<f64> {
+        let (i, o) = (&p.incoming[u].rates, &p.outgoing[u].rates);
+        i[..3].iter().chain(&o[..3]).copied().collect()
+    };
+    let at = Time::from_secs;
+    let greeting = |running| {
+        let mut b = Vec::new();
+        wire::emit_control(&Control::Hello { running }, &mut b);
+        b
+    };
+    let greets = |p: &CelerityPeer, u: usize, running: bool| {
+        let g = greeting(running);
+        p.outgoing[u].pending.windows(g.len()).any(|w| w == g)
+    };
+    // A member running since 0 hears member 1 within its start window and
+    // member 2 past it.
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    p.start(Time::ZERO);
+    p.heard_from(1, at(10), true);
+    assert_eq!(rates(&p, 1), vec![c0; 6]);
+    assert!(greets(&p, 1, false) && !greets(&p, 1, true));
+    p.heard_from(2, at(40), true);
+    assert_eq!(rates(&p, 2), vec![join; 6]);
+    assert!(greets(&p, 2, true));
+    assert_eq!(rates(&p, 1), vec![c0; 6]);
+    // The Simulcast baseline keeps the initial rate.
+    let mut c = cfg(3, 0);
+    c.model = Model::Star;
+    let mut p = CelerityPeer::new(c).unwrap();
+    p.start(Time::ZERO);
+    p.heard_from(2, at(40), true);
+    assert_eq!(rates(&p, 2), vec![c0; 6]);
+    // A newcomer started at 100 s, which hears member 1 and then member 1's
+    // greeting `after` ms later saying `running`; then member 2 at 101.5 s.
+    let newcomer = |after: u64, running: bool| {
+        let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+        let t0 = at(100);
+        p.start(t0);
+        p.heard_from(1, t0, true);
+        let then = t0 + Duration::from_millis(after);
+        p.on_control(1, then, Control::Hello { running });
+        p.heard_from(2, at(101) + Duration::from_millis(500), true);
+        (rates(&p, 1), rates(&p, 2))
+    };
+    assert_eq!(newcomer(80, true), (vec![join; 6], vec![join; 6]));
+    assert_eq!(newcomer(80, false), (vec![c0; 6], vec![c0; 6]));
+    assert_eq!(newcomer(1200, true), (vec![c0; 6], vec![c0; 6]));
 }

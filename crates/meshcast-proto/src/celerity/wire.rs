@@ -165,7 +165,14 @@ pub enum Control {
         recv_side: u16,
     },
     /// "I am here" (sent on start and answered once).
-    Hello,
+    Hello {
+        /// The sender's own start window is over: a member that greets it
+        /// soon after starting joined a running conference (see
+        /// `CelerityParams::join_rate`). One byte whose lowest bit says
+        /// so; a greeting without a body (the form before the flag) is
+        /// not running.
+        running: bool,
+    },
     /// "I am leaving."
     Bye,
     /// The members whose packets the sender receives directly (bit `i` =
@@ -668,7 +675,9 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                     recv_side: be_u16(body, 7),
                 });
             }
-            TLV_HELLO => out.push(Control::Hello),
+            TLV_HELLO => out.push(Control::Hello {
+                running: body.first().is_some_and(|b| b & 1 != 0),
+            }),
             TLV_BYE => out.push(Control::Bye),
             TLV_REACH => {
                 if len != 2 {
@@ -788,7 +797,8 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
             out.extend_from_slice(&relay_side.to_be_bytes());
             out.extend_from_slice(&recv_side.to_be_bytes());
         }
-        Control::Hello => out.extend_from_slice(&[TLV_HELLO, 0]),
+        Control::Hello { running: false } => out.extend_from_slice(&[TLV_HELLO, 0]),
+        Control::Hello { running: true } => out.extend_from_slice(&[TLV_HELLO, 1, 1]),
         Control::Bye => out.extend_from_slice(&[TLV_BYE, 0]),
         Control::Reach { hears } => {
             out.extend_from_slice(&[TLV_REACH, 2]);
@@ -1180,7 +1190,7 @@ mod tests {
             },
             &mut ctl,
         );
-        emit_control(&Control::Hello, &mut ctl);
+        emit_control(&Control::Hello { running: false }, &mut ctl);
         let bytes = emit_data_packet(link, &header, &ctl, b"media");
         assert_eq!(
             bytes.len(),
@@ -1199,7 +1209,31 @@ mod tests {
         assert_eq!(h, header);
         assert_eq!(media, b"media");
         assert_eq!(control.len(), 2);
-        assert_eq!(control[1], Control::Hello);
+        assert_eq!(control[1], Control::Hello { running: false });
+    }
+
+    /// A greeting says in one byte whether its sender is running (past
+    /// its start window); one without a body, as before the flag, and one
+    /// whose lowest bit is clear are not.
+    #[test]
+    fn hello_says_whether_its_sender_is_running() {
+        for (running, bytes) in [(false, vec![TLV_HELLO, 0]), (true, vec![TLV_HELLO, 1, 1])] {
+            let mut out = Vec::new();
+            emit_control(&Control::Hello { running }, &mut out);
+            assert_eq!(out, bytes);
+            assert_eq!(
+                parse_control(&out).unwrap(),
+                vec![Control::Hello { running }]
+            );
+        }
+        assert_eq!(
+            parse_control(&[TLV_HELLO, 1, 0xFE]).unwrap(),
+            vec![Control::Hello { running: false }]
+        );
+        assert_eq!(
+            parse_control(&[TLV_HELLO, 2, 3, 9, TLV_BYE, 0]).unwrap(),
+            vec![Control::Hello { running: true }, Control::Bye]
+        );
     }
 
     /// A four-member conference's header: one-byte masks, 24 bytes after
@@ -1632,20 +1666,28 @@ mod tests {
             links: vec![(1, r, 0)],
         };
         let mut pending = Vec::new();
-        for c in [rate(1), state(0, 1), state(1, 1), Control::Hello] {
+        for c in [
+            rate(1),
+            state(0, 1),
+            state(1, 1),
+            Control::Hello { running: false },
+        ] {
             queue_superseding(&c, &mut pending, false);
         }
         assert!(queue_superseding(&rate(2), &mut pending, false) > 0);
         assert!(queue_superseding(&state(1, 2), &mut pending, false) > 0);
-        assert_eq!(queue_superseding(&Control::Hello, &mut pending, false), 0);
+        assert_eq!(
+            queue_superseding(&Control::Hello { running: false }, &mut pending, false),
+            0
+        );
         assert_eq!(
             parse_control(&pending).unwrap(),
             vec![
                 state(0, 1),
-                Control::Hello,
+                Control::Hello { running: false },
                 rate(2),
                 state(1, 2),
-                Control::Hello
+                Control::Hello { running: false }
             ]
         );
     }
@@ -1670,7 +1712,7 @@ mod tests {
             rate(1, &[(0, 100), (1, 200)]),
             state(0, &[(1, 300, 5), (2, 400, 6)]),
             state(1, &[(2, 500, 7)]),
-            Control::Hello,
+            Control::Hello { running: false },
         ] {
             assert_eq!(queue_superseding(&c, &mut pending, true), 0);
         }
@@ -1685,7 +1727,7 @@ mod tests {
             parse_control(&pending).unwrap(),
             vec![
                 state(1, &[(2, 500, 7)]),
-                Control::Hello,
+                Control::Hello { running: false },
                 rate(9, &[(1, 250), (2, 50), (0, 100)]),
                 state(0, &[(2, 450, 8), (1, 300, 5)]),
             ]
@@ -1709,7 +1751,12 @@ mod tests {
             links: vec![(1, 3, 0), (2, 4, 0)],
         };
         let mut pending = Vec::new();
-        for c in [state(0), rate.clone(), state(1), Control::Hello] {
+        for c in [
+            state(0),
+            rate.clone(),
+            state(1),
+            Control::Hello { running: false },
+        ] {
             emit_control(&c, &mut pending);
         }
         // 13 + 19 + 13 + 2 bytes: the first link state and the rate
@@ -1718,7 +1765,7 @@ mod tests {
         let taken = take_fitting(&mut pending, 34);
         assert_eq!(
             parse_control(&taken).unwrap(),
-            vec![state(0), rate, Control::Hello]
+            vec![state(0), rate, Control::Hello { running: false }]
         );
         assert_eq!(parse_control(&pending).unwrap(), vec![state(1)]);
         // All of it when it fits; nothing when nothing does.
