@@ -1569,12 +1569,16 @@ fn underlays_with_churn_score_joins_and_leaves() {
             assert_eq!(c["event"], event);
             assert_eq!(c["back_s"].as_u64(), back(t0, until, false), "{c}");
             assert_eq!(c["settled_s"].as_u64(), back(t0, until, true), "{c}");
-            let silent: usize = sessions
+            // The sessions whose source was a member before and after.
+            let kept: Vec<&&Value> = sessions
                 .iter()
                 .filter(|f| {
                     let src = f["source"].as_str().unwrap();
                     coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
                 })
+                .collect();
+            let silent: usize = kept
+                .iter()
                 .map(|f| {
                     series(f)[t0 as usize..t0 as usize + 15]
                         .iter()
@@ -1586,12 +1590,8 @@ fn underlays_with_churn_score_joins_and_leaves() {
             // Of those, the seconds in which a receiver that was a member
             // before the change got nothing.
             let newcomer = (event == "join").then(|| c["node"].as_str().unwrap());
-            let members: usize = sessions
+            let members: usize = kept
                 .iter()
-                .filter(|f| {
-                    let src = f["source"].as_str().unwrap();
-                    coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
-                })
                 .map(|f| {
                     f["series"].as_array().unwrap()[t0 as usize..t0 as usize + 15]
                         .iter()
@@ -1734,21 +1734,12 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
         summary["flows"][f]["series"][t]["recv_kbps"] = each;
     }
     std::fs::write(d.join("summary.json"), summary.to_string()).unwrap();
-    let code = format!(
-        "import json, sys; sys.path.insert(0, {:?}); \
-         from score_underlays import changes_figures; \
+    let out = scorer_python(
+        d,
+        "import json; from score_underlays import changes_figures; \
          print(json.dumps(changes_figures(json.load(open('summary.json')))))",
-        root().join("scenarios/celerity").display().to_string()
     );
-    let out = succeeded(
-        Command::new("python3")
-            .args(["-c", &code])
-            .current_dir(d)
-            .output()
-            .unwrap(),
-        "python3 -c changes_figures",
-    );
-    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         got,
         serde_json::json!([
@@ -1760,24 +1751,14 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
     );
     // Scores from before the old members' figure came still make a set's
     // row and text, without it.
-    let code = format!(
-        "import sys; sys.path.insert(0, {:?}); \
-         from score_underlays import changes_row, changes_text; \
-         old = {{'back_s': 9, 'settled_s': 6, 'silent_s': 2}}; \
+    let text = scorer_python(
+        d,
+        "from score_underlays import changes_row, changes_text; \
+         old = {'back_s': 9, 'settled_s': 6, 'silent_s': 2}; \
          new = dict(old, members_silent_s=1); \
-         print(changes_text({{'changes': {{'join': changes_row([old])}}}})); \
-         print(changes_text({{'changes': {{'join': changes_row([new, new])}}}}))",
-        root().join("scenarios/celerity").display().to_string()
+         print(changes_text({'changes': {'join': changes_row([old])}})); \
+         print(changes_text({'changes': {'join': changes_row([new, new])}}))",
     );
-    let out = succeeded(
-        Command::new("python3")
-            .args(["-c", &code])
-            .current_dir(d)
-            .output()
-            .unwrap(),
-        "python3 -c changes_row",
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[0].ends_with("silent 2.00 s"), "{text}");
@@ -1785,6 +1766,25 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
         lines[1].ends_with("silent 2.00 s (members' 1.00)"),
         "{text}"
     );
+}
+
+/// What Python `code` prints, run in `dir` with scenarios/celerity/ on
+/// its path (the scorer's functions on made-up input).
+fn scorer_python(dir: &Path, code: &str) -> String {
+    let scripts = root().join("scenarios/celerity");
+    let code = format!(
+        "import sys; sys.path.insert(0, {:?}); {code}",
+        scripts.display().to_string()
+    );
+    let out = succeeded(
+        Command::new("python3")
+            .args(["-c", &code])
+            .current_dir(dir)
+            .output()
+            .unwrap(),
+        "python3 -c",
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The floor's rivals (`conference.floor_rivals`, on by default): two like
