@@ -193,8 +193,10 @@ def changes_figures(summary):
     receiver (after a join, the newcomer too) got nothing, summed over
     the sessions whose source was a member before and after the change,
     and `members_silent_s`, the part of them in which a receiver that was
-    a member before the change got nothing (`members_silent`): a join's
-    silence that is only the newcomer's wait is not the old members'."""
+    a member before the change got nothing (`members_silent`; None for a
+    summary without each receiver's figures, from before the thirty-ninth
+    session): a join's silence that is only the newcomer's wait is not
+    the old members'."""
     changes = membership_changes(summary)
     ends = [m["t_s"] for m in changes[1:]] + [summary["duration_s"]]
     out = []
@@ -209,7 +211,9 @@ def changes_figures(summary):
             bins = f["series"][int(t0):int(t0) + BACK_WITHIN_S]
             silent += sum(1 for b in bins if b["recv_kbps_min"] == 0)
             newcomer = m["node"] if m["event"] == "join" else None
-            members += sum(1 for b in bins if members_silent(b, newcomer))
+            for b in bins:
+                lost = members_silent(b, f.get("receivers"), newcomer)
+                members = None if lost is None or members is None else members + lost
         out.append({"t_s": t0, "node": m["node"], "event": m["event"],
                     "back_s": back_after(summary, t0, until),
                     "settled_s": back_after(summary, t0, until, settled=True),
@@ -217,15 +221,21 @@ def changes_figures(summary):
     return out
 
 
-def members_silent(sample, newcomer):
+def members_silent(sample, receivers, newcomer):
     """Whether, in a session's 1-s `sample`, a receiver other than
-    `newcomer` (None: any) got nothing. Each receiver's figure is the
-    sample's `recv_kbps`; a session with one receiver has only
-    `recv_kbps_min`, which is that receiver's."""
+    `newcomer` (None: any) got nothing; None where that cannot be told.
+    Each receiver's figure is the sample's `recv_kbps`; a session with
+    one receiver (`receivers`) has only `recv_kbps_min`, which is that
+    receiver's; a summary from before `recv_kbps` tells only that the
+    lowest got nothing."""
+    if sample["recv_kbps_min"] != 0:
+        return False
     each = sample.get("recv_kbps")
-    if each is None:
-        return sample["recv_kbps_min"] == 0
-    return any(v == 0 for node, v in each.items() if node != newcomer)
+    if each is not None:
+        return any(v == 0 for node, v in each.items() if node != newcomer)
+    if receivers is not None and len(receivers) == 1:
+        return receivers[0] != newcomer
+    return None
 
 
 def later_windows(summary):
@@ -426,7 +436,7 @@ def changes_row(changes):
            "back_s": spread("back_s"),
            "settled_s": spread("settled_s"),
            "silent_s": statistics.mean(c["silent_s"] for c in changes) if changes else 0.0}
-    if all("members_silent_s" in c for c in changes):
+    if all(c.get("members_silent_s") is not None for c in changes):
         row["members_silent_s"] = (statistics.mean(c["members_silent_s"] for c in changes)
                                    if changes else 0.0)
     return row
@@ -435,7 +445,7 @@ def changes_row(changes):
 def members_text(figures, digits):
     """` (members' M)` for a change's or a set's row with the old members'
     silent seconds (`changes_figures`), else empty."""
-    if "members_silent_s" not in figures:
+    if figures.get("members_silent_s") is None:
         return ""
     return f" (members' {figures['members_silent_s']:.{digits}f})"
 

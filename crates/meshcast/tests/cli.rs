@@ -1749,6 +1749,24 @@ fn churn_figures_follow_their_rules_on_a_made_up_summary() {
              "members_silent_s": 0},
         ])
     );
+    // Whose silence a bin is: each receiver's figure where the summary
+    // has it, a lone receiver's from the lowest, and none to tell from a
+    // summary from before each receiver's figure.
+    let got = scorer_python(
+        d,
+        "import json; from score_underlays import members_silent as m; \
+         print(json.dumps([m({'recv_kbps_min': 0}, ['C'], 'C'), \
+                           m({'recv_kbps_min': 0}, ['B'], 'C'), \
+                           m({'recv_kbps_min': 0}, ['B', 'C'], 'C'), \
+                           m({'recv_kbps_min': 5}, None, 'C'), \
+                           m({'recv_kbps_min': 0, 'recv_kbps': {'B': 0, 'C': 3}}, None, 'C'), \
+                           m({'recv_kbps_min': 0, 'recv_kbps': {'B': 3, 'C': 0}}, None, 'C'), \
+                           m({'recv_kbps_min': 0, 'recv_kbps': {'B': 3, 'C': 0}}, None, None)]))",
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&got).unwrap(),
+        serde_json::json!([false, true, null, false, true, false, true])
+    );
     // Scores from before the old members' figure came still make a set's
     // row and text, without it.
     let text = scorer_python(
