@@ -10,7 +10,7 @@
 //! - `send_kbps`: payload bits the source sent in the window / its length.
 //! - `recv_kbps_min`: for each declared receiver, payload bits it received
 //!   in the window (by arrival time) / its length; the lowest of these
-//!   ([`FlowRecord::receiver_kbps`] gives each receiver's).
+//!   ([`FlowRecord::figures_each`] gives each receiver's too).
 //! - `delay_ms_mean`, `delay_ms_p95`: one-way delay of the packets received
 //!   in the window, over all receivers. The 95th percentile comes from a
 //!   log-linear histogram with 128 bins per octave (error below 0.4%).
@@ -294,65 +294,46 @@ impl FlowRecord {
         })
     }
 
-    /// What each receiver a window over the whole seconds `[from_s, to_s)`
-    /// counts got: `(receiver index, payload bytes received in the window,
-    /// packets sent in it that it received)`.
-    fn received_in(&self, from_s: u64, to_s: u64, end: Time) -> Vec<(usize, u64, u64)> {
-        let (from, to) = (from_s as usize, to_s as usize);
-        self.counted(from_s, to_s, end)
-            .into_iter()
-            .map(|i| {
-                let (mut bytes, mut pk) = (0u64, 0u64);
-                for b in self.recv[i].iter().take(to).skip(from) {
-                    bytes += b.bytes;
-                    pk += b.packets_by_send;
-                }
-                (i, bytes, pk)
-            })
-            .collect()
+    /// Figures over the whole seconds `[from_s, to_s)`; the last second
+    /// may be partial when `end` (the end of the run) falls inside it, and
+    /// rates are then over the part that was run.
+    pub fn figures(&self, from_s: u64, to_s: u64, end: Time) -> FlowFigures {
+        self.figures_each(from_s, to_s, end).0
     }
 
-    /// kbit/s over the whole seconds `[from_s, to_s)` of a run that ended
-    /// at `end` (the part that was run of a last, partial second).
-    fn kbps(from_s: u64, to_s: u64, end: Time) -> impl Fn(u64) -> f64 {
+    /// [`figures`](Self::figures), with each receiver's payload goodput,
+    /// kbit/s, in the order of [`receivers`](Self::receivers): the
+    /// receivers `recv_kbps_min` is the lowest of (those present
+    /// throughout the window, or every one if none is).
+    pub fn figures_each(
+        &self,
+        from_s: u64,
+        to_s: u64,
+        end: Time,
+    ) -> (FlowFigures, Vec<(NodeId, f64)>) {
+        let (from, to) = (from_s as usize, to_s as usize);
         let span = Time::from_secs(to_s)
             .min(end)
             .saturating_since(Time::from_secs(from_s));
         let secs = span.as_secs_f64();
-        move |bytes: u64| {
+        let kbps = |bytes: u64| {
             if secs > 0.0 {
                 bytes as f64 * 8.0 / secs / 1e3
             } else {
                 0.0
             }
-        }
-    }
+        };
 
-    /// Each receiver's payload goodput over the whole seconds
-    /// `[from_s, to_s)`, kbit/s, in the order of
-    /// [`receivers`](Self::receivers): the receivers
-    /// [`figures`](Self::figures) takes the lowest of (those present
-    /// throughout the window, or every one if none is).
-    pub fn receiver_kbps(&self, from_s: u64, to_s: u64, end: Time) -> Vec<(NodeId, f64)> {
-        let kbps = Self::kbps(from_s, to_s, end);
-        self.received_in(from_s, to_s, end)
-            .into_iter()
-            .map(|(i, bytes, _)| (self.receivers[i], kbps(bytes)))
-            .collect()
-    }
-
-    /// Figures over the whole seconds `[from_s, to_s)`; the last second
-    /// may be partial when `end` (the end of the run) falls inside it, and
-    /// rates are then over the part that was run.
-    pub fn figures(&self, from_s: u64, to_s: u64, end: Time) -> FlowFigures {
-        let (from, to) = (from_s as usize, to_s as usize);
-        let kbps = Self::kbps(from_s, to_s, end);
         let sent = self.window_sent(from, to);
-        let mut recv_min: Option<f64> = None;
+        let mut each = Vec::new();
         let mut loss_max: Option<f64> = None;
-        for (_, bytes, pk) in self.received_in(from_s, to_s, end) {
-            let rate = kbps(bytes);
-            recv_min = Some(recv_min.map_or(rate, |m: f64| m.min(rate)));
+        for i in self.counted(from_s, to_s, end) {
+            let (mut bytes, mut pk) = (0u64, 0u64);
+            for b in self.recv[i].iter().take(to).skip(from) {
+                bytes += b.bytes;
+                pk += b.packets_by_send;
+            }
+            each.push((self.receivers[i], kbps(bytes)));
             if sent.packets > 0 {
                 let lost = 1.0 - (pk.min(sent.packets) as f64 / sent.packets as f64);
                 loss_max = Some(loss_max.map_or(lost, |m: f64| m.max(lost)));
@@ -366,13 +347,15 @@ impl FlowRecord {
             sum += b.sum_ns;
             hist.merge(&b.hist);
         }
-        FlowFigures {
+        let recv_min = each.iter().map(|&(_, r)| r).reduce(f64::min);
+        let fig = FlowFigures {
             send_kbps: kbps(sent.bytes),
             recv_kbps_min: recv_min.unwrap_or(0.0),
             delay_ms_mean: (count > 0).then(|| sum as f64 / count as f64 / 1e6),
             delay_ms_p95: hist.quantile(0.95).map(Duration::as_millis_f64),
             loss: loss_max,
-        }
+        };
+        (fig, each)
     }
 }
 
@@ -766,21 +749,21 @@ mod tests {
         let rec = &r.flows()[0];
         let end = Time::from_secs(4);
         // Before c joins: b and d, and the lowest is d's.
-        assert_eq!(rec.receiver_kbps(0, 2, end), vec![(b, 16.0), (d, 4.0)]);
+        assert_eq!(rec.figures_each(0, 2, end).1, vec![(b, 16.0), (d, 4.0)]);
         assert_eq!(rec.figures(0, 2, end).recv_kbps_min, 4.0);
         // All three in second 2.
         assert_eq!(
-            rec.receiver_kbps(2, 3, end),
+            rec.figures_each(2, 3, end).1,
             vec![(b, 16.0), (c, 8.0), (d, 4.0)]
         );
         // After d leaves: b and c.
-        assert_eq!(rec.receiver_kbps(3, 4, end), vec![(b, 16.0), (c, 8.0)]);
+        assert_eq!(rec.figures_each(3, 4, end).1, vec![(b, 16.0), (c, 8.0)]);
         assert_eq!(rec.figures(3, 4, end).recv_kbps_min, 8.0);
         // Over the whole run only b is present throughout.
-        assert_eq!(rec.receiver_kbps(0, 4, end), vec![(b, 16.0)]);
+        assert_eq!(rec.figures_each(0, 4, end).1, vec![(b, 16.0)]);
         // A last, partial second counts over the part that was run.
         let half = Time::from_millis(3500);
-        assert_eq!(rec.receiver_kbps(3, 4, half), vec![(b, 32.0), (c, 16.0)]);
+        assert_eq!(rec.figures_each(3, 4, half).1, vec![(b, 32.0), (c, 16.0)]);
     }
 
     #[test]
@@ -807,7 +790,7 @@ mod tests {
         assert_eq!(w.recv_kbps_min, 40.0);
         assert_eq!(w.loss, Some(0.5));
         assert_eq!(
-            rec.receiver_kbps(1, 3, Time::from_secs(4)),
+            rec.figures_each(1, 3, Time::from_secs(4)).1,
             vec![(b, 80.0), (c, 40.0)]
         );
         assert!((w.delay_ms_mean.unwrap() - 10.0).abs() < 1e-9);

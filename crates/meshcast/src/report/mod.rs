@@ -279,24 +279,23 @@ pub struct FlowSample {
 /// Each receiver's payload goodput, kbit/s, by name.
 pub type ReceiverKbps = BTreeMap<String, f64>;
 
-/// A flow with more than one declared receiver: each receiver that
-/// `recv_kbps_min` counts over the whole seconds `[from_s, to_s)` of a run
-/// that ended at `end` (those present throughout, or all if none is), with
-/// its payload goodput, rounded as `recv_kbps_min` is. `None` for a flow
-/// with one receiver, whose `recv_kbps_min` says it all.
-fn receiver_kbps(
+/// A flow's rounded figures over the whole seconds `[from_s, to_s)` of a
+/// run that ended at `end` and, for a flow with more than one declared
+/// receiver, each receiver that `recv_kbps_min` counts (those present
+/// throughout, or all if none is) with its payload goodput, rounded as
+/// `recv_kbps_min` is (`None` for a flow with one receiver, whose
+/// `recv_kbps_min` says it all).
+fn flow_figures(
     f: &FlowRecord,
     from_s: u64,
     to_s: u64,
     end: Time,
     name: impl Fn(meshcast_core::NodeId) -> String,
-) -> Option<ReceiverKbps> {
-    (f.receivers.len() > 1).then(|| {
-        f.receiver_kbps(from_s, to_s, end)
-            .into_iter()
-            .map(|(n, v)| (name(n), r(v, 3)))
-            .collect()
-    })
+) -> (FlowFigures, Option<ReceiverKbps>) {
+    let (fig, each) = f.figures_each(from_s, to_s, end);
+    let each = (f.receivers.len() > 1)
+        .then(|| each.into_iter().map(|(n, v)| (name(n), r(v, 3))).collect());
+    (rounded_flow(fig), each)
 }
 
 /// A flow's figures over a report window. A conference session's also
@@ -560,14 +559,17 @@ fn flow_summary(
     let secs = seconds(stats);
     let name = |n: meshcast_core::NodeId| stats.net.name(n).to_owned();
     FlowSummary {
-        windows: per_window(windows, |from, to| FlowWindowFigures {
-            flow: rounded_flow(f.figures(from, to, stats.end)),
-            recv_kbps: receiver_kbps(f, from, to, stats.end, name),
-            optimum_kbps: opt(from, to, "coded"),
-            optimum_twohop_kbps: opt(from, to, "twohop"),
-            dropped: session_drops(f, from, to),
-            layered: layered(from, to),
-            video: rounded_video(f.video_figures(from, to, stats.end)),
+        windows: per_window(windows, |from, to| {
+            let (flow, recv_kbps) = flow_figures(f, from, to, stats.end, name);
+            FlowWindowFigures {
+                flow,
+                recv_kbps,
+                optimum_kbps: opt(from, to, "coded"),
+                optimum_twohop_kbps: opt(from, to, "twohop"),
+                dropped: session_drops(f, from, to),
+                layered: layered(from, to),
+                video: rounded_video(f.video_figures(from, to, stats.end)),
+            }
         }),
         layered: is_layered.then(|| layered_summary(sc, f, secs)),
         ..measured_flow(f, secs, stats.end, name, |t| {
@@ -603,12 +605,15 @@ pub(crate) fn measured_flow(
         dropped: session_drops(f, 0, secs),
         video: rounded_video(f.video_figures(0, secs, end)),
         series: (0..secs)
-            .map(|t| FlowSample {
-                t_s: t,
-                fig: rounded_flow(f.figures(t, t + 1, end)),
-                recv_kbps: receiver_kbps(f, t, t + 1, end, &name),
-                layered: layered(t),
-                video: rounded_video(f.video_figures(t, t + 1, end)),
+            .map(|t| {
+                let (fig, recv_kbps) = flow_figures(f, t, t + 1, end, &name);
+                FlowSample {
+                    t_s: t,
+                    fig,
+                    recv_kbps,
+                    layered: layered(t),
+                    video: rounded_video(f.video_figures(t, t + 1, end)),
+                }
             })
             .collect(),
         windows: Vec::new(),
