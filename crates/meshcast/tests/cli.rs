@@ -1528,14 +1528,6 @@ fn underlays_with_churn_score_joins_and_leaves() {
         let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
         let s: Value = serde_json::from_slice(&run.stdout).unwrap();
         let sessions = session_flows(&s);
-        let series = |f: &Value| -> Vec<f64> {
-            f["series"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x["recv_kbps_min"].as_f64().unwrap())
-                .collect()
-        };
         // Seconds after `t0` until the slowest present session has ten
         // bins in a row at 90% of its mark, ending by `until` (None:
         // never).
@@ -1545,7 +1537,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
                 let Some(opt) = coded_at(&s, f["source"].as_str().unwrap(), t0 + 0.5) else {
                     continue;
                 };
-                let r = series(f);
+                let r = flow_recv_series(f);
                 let (start, end) = (t0 as usize, (until as usize).min(r.len()));
                 let half = &r[(start + end) / 2..end];
                 let mark = if settled {
@@ -1553,8 +1545,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
                 } else {
                     opt
                 };
-                let t =
-                    (start..=end - 10).find(|&t| r[t..t + 10].iter().all(|&v| v >= 0.9 * mark))?;
+                let t = first_run(&r[..end], start..=end - 10, 0.9 * mark, 0, 10)?;
                 worst = worst.max(t - start);
             }
             Some(worst as u64)
@@ -1580,7 +1571,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
             let silent: usize = kept
                 .iter()
                 .map(|f| {
-                    series(f)[t0 as usize..t0 as usize + 15]
+                    flow_recv_series(f)[t0 as usize..t0 as usize + 15]
                         .iter()
                         .filter(|&&v| v == 0.0)
                         .count()
@@ -1639,7 +1630,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
         // The joiner's start counts from its join, against its optimum then.
         let joiner = changes[0]["node"].as_str().unwrap();
         let opt = coded_at(&s, joiner, 100.5).unwrap();
-        let heard = series(flow(&s, joiner))
+        let heard = recv_series(&s, joiner)
             .iter()
             .enumerate()
             .skip(100)
@@ -3898,7 +3889,12 @@ fn sessions_report_each_receivers_goodput() {
 
 /// Session `p`'s lowest-receiver goodput, one entry per second.
 fn recv_series(s: &Value, p: &str) -> Vec<f64> {
-    flow(s, p)["series"]
+    flow_recv_series(flow(s, p))
+}
+
+/// A flow's lowest-receiver goodput, one entry per second.
+fn flow_recv_series(f: &Value) -> Vec<f64> {
+    f["series"]
         .as_array()
         .unwrap()
         .iter()
