@@ -202,6 +202,7 @@ def changes_figures(summary):
     out = []
     for m, until in zip(changes, ends):
         t0 = m["t_s"]
+        newcomer = m["node"] if m["event"] == "join" else None
         silent = members = 0
         for f in sessions(summary):
             before = coded_optimum(summary, f["source"], t0 - 0.5)
@@ -210,10 +211,8 @@ def changes_figures(summary):
                 continue
             bins = f["series"][int(t0):int(t0) + BACK_WITHIN_S]
             silent += sum(1 for b in bins if b["recv_kbps_min"] == 0)
-            newcomer = m["node"] if m["event"] == "join" else None
-            for b in bins:
-                lost = members_silent(b, f.get("receivers"), newcomer)
-                members = None if lost is None or members is None else members + lost
+            lost = [members_silent(b, f.get("receivers"), newcomer) for b in bins]
+            members = None if members is None or None in lost else members + sum(lost)
         out.append({"t_s": t0, "node": m["node"], "event": m["event"],
                     "back_s": back_after(summary, t0, until),
                     "settled_s": back_after(summary, t0, until, settled=True),
