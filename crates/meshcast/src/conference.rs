@@ -138,6 +138,7 @@ pub(crate) struct RawConference {
     climb_s: Option<Spanned<f64>>,
     damping_ms: Option<Spanned<f64>>,
     quick_start_s: Option<Spanned<f64>>,
+    change_quick_start_s: Option<Spanned<f64>>,
     steady_gain: Option<Spanned<f64>>,
     landing_gain: Option<Spanned<f64>>,
     cautious_gain: Option<Spanned<f64>>,
@@ -355,6 +356,9 @@ pub(crate) fn check(
     }
     if let Some(v) = non_negative(&raw.quick_start_s, "conference.quick_start_s")? {
         params.quick_start = Duration::from_secs_f64(v);
+    }
+    if let Some(v) = non_negative(&raw.change_quick_start_s, "conference.change_quick_start_s")? {
+        params.change_quick_start = Duration::from_secs_f64(v);
     }
     if let Some(v) = positive(&raw.steady_gain, "conference.steady_gain")? {
         params.steady_gain = v;

@@ -336,6 +336,7 @@ fn bad_input_exits_2_with_file_and_line_and_writes_nothing() {
         "drift_gain",
         "climb_s",
         "fall_calm_s",
+        "change_quick_start_s",
     ] {
         expect_bad_input(
             &dumbbell,
@@ -3829,6 +3830,41 @@ fn celerity_recovers_after_a_participant_leaves() {
             recv_series(&s, p)[300..330].to_vec()
         );
     }
+}
+
+/// `conference.change_quick_start_s` sets the window a running member
+/// opens when another joins or leaves, at most `quick_start_s`: on
+/// peer-dynamics 45 s runs as 30 (the whole quick start, the behaviour
+/// before the fortieth session), the default (20) differently, and both
+/// bring every session back within 15 s of D's join and of its leave.
+#[test]
+fn a_changes_window_is_set_within_quick_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |v: Option<&str>| {
+        let set = v.map(|v| format!("conference.change_quick_start_s={v}"));
+        let extra: Vec<&str> = set.iter().flat_map(|s| ["--set", s.as_str()]).collect();
+        scenario_json(dir.path(), "celerity/peer-dynamics.toml", &extra)
+    };
+    let (default, whole, longer) = (run(None), run(Some("30")), run(Some("45")));
+    for s in [&default, &whole] {
+        // The optima: 240 for every session with D, C's 480 without.
+        for p in ["A", "B", "C", "D"] {
+            assert!(
+                back_within(s, p, 120..=135, 0.9 * 240.0, 0).is_some(),
+                "{p}"
+            );
+        }
+        for (p, opt) in [("A", 240.0), ("B", 240.0), ("C", 480.0)] {
+            assert!(back_within(s, p, 300..=315, 0.9 * opt, 0).is_some(), "{p}");
+        }
+    }
+    let (default, whole, longer) = (
+        without_wall(default),
+        without_wall(whole),
+        without_wall(longer),
+    );
+    assert_eq!(whole, longer);
+    assert_ne!(default, whole);
 }
 
 /// Every session's seconds and windows give each receiver's goodput

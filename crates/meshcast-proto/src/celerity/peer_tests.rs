@@ -4773,3 +4773,70 @@ fn members_joining_a_running_conference_start_their_links_at_the_join_rate() {
     assert_eq!(newcomer(80, false), (vec![c0; 6], vec![c0; 6]));
     assert_eq!(newcomer(1200, true), (vec![c0; 6], vec![c0; 6]));
 }
+
+/// A member past its own start window opens `change_quick_start` (20 s)
+/// when another joins or leaves; within its start window, on the
+/// baselines' trees and when a link goes down or comes back it opens the
+/// whole `quick_start` (30 s); a longer change window is held to
+/// `quick_start`; and only a window opened after the start's end is a
+/// change's (`Phase::event`).
+#[test]
+fn a_running_member_opens_a_shorter_window_when_a_member_joins_or_leaves() {
+    let p = CelerityParams::default();
+    assert_eq!(p.change_quick_start, Duration::from_secs(20));
+    assert_eq!(p.quick_start, Duration::from_secs(30));
+    let at = Time::from_secs;
+    // The window (its end, and whether it is a change's) after `steps`, the
+    // peer started at `t0`.
+    let window_from = |c: CelerityConfig, t0: Time, steps: &dyn Fn(&mut CelerityPeer)| {
+        let mut peer = CelerityPeer::new(c).unwrap();
+        peer.start(t0);
+        steps(&mut peer);
+        let end = peer.quick_until;
+        let just_before = Time::from_secs_f64((end - Time::ZERO).as_secs_f64() - 0.1);
+        let phase = peer.phase(just_before);
+        assert!(phase.window && !peer.phase(end).window);
+        (end, phase.event)
+    };
+    let window = |c, steps: &dyn Fn(&mut CelerityPeer)| window_from(c, Time::ZERO, steps);
+    let celerity = || cfg(3, 0);
+    // A member heard within the start window (at 2 s: the start's own
+    // hellos) extends the start's window by a whole quick start, which is
+    // not a change's window.
+    let hear = |u: usize, t: u64| move |p: &mut CelerityPeer| p.heard_from(u, at(t), true);
+    assert_eq!(window(celerity(), &hear(1, 2)), (at(32), false));
+    assert_eq!(window(celerity(), &hear(1, 20)), (at(50), false));
+    // Past it: a join and a leave open 20 s.
+    assert_eq!(window(celerity(), &hear(2, 100)), (at(120), true));
+    // A change's, though it ends before a whole quick start past the
+    // start's end.
+    assert_eq!(window(celerity(), &hear(2, 31)), (at(51), true));
+    let leave = |p: &mut CelerityPeer| {
+        p.heard_from(1, at(2), true);
+        p.left(1, at(200));
+    };
+    assert_eq!(window(celerity(), &leave), (at(220), true));
+    // A link going down or coming back: the whole quick start.
+    let link = |p: &mut CelerityPeer| p.membership_changed(at(300));
+    assert_eq!(window(celerity(), &link), (at(330), true));
+    // A change within a longer window open already leaves its end.
+    let both = |p: &mut CelerityPeer| {
+        p.membership_changed(at(300));
+        p.heard_from(2, at(305), true);
+    };
+    assert_eq!(window(celerity(), &both), (at(330), true));
+    // The Simulcast baseline keeps the whole quick start.
+    let mut star = cfg(3, 0);
+    star.model = Model::Star;
+    assert_eq!(window(star, &hear(2, 100)), (at(130), true));
+    // At most `quick_start`.
+    let mut long = cfg(3, 0);
+    long.params.change_quick_start = Duration::from_secs(40);
+    assert_eq!(window(long, &hear(2, 100)), (at(130), true));
+    // A newcomer started at 100 s hears the members in its own start
+    // window: the whole quick start from each, not a change's window.
+    assert_eq!(
+        window_from(celerity(), at(100), &hear(1, 101)),
+        (at(131), false)
+    );
+}
