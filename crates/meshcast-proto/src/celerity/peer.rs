@@ -3636,7 +3636,7 @@ impl CelerityPeer {
 
     /// A link went down or came back, or news of one elsewhere: a whole
     /// quick-start window.
-    fn membership_changed(&mut self, now: Time) {
+    fn link_changed(&mut self, now: Time) {
         self.open_window(now, self.cfg.params.quick_start);
     }
 
@@ -4845,7 +4845,7 @@ impl CelerityPeer {
         if links_changed {
             // A link went down or came back: the rates must find new
             // levels, as after a membership change.
-            self.membership_changed(now);
+            self.link_changed(now);
         }
     }
 
@@ -6286,7 +6286,7 @@ impl CelerityPeer {
             Control::Reach { hears } => {
                 let old = std::mem::replace(&mut self.reach[u], hears);
                 if self.lost_a_link_elsewhere(u, old & !hears, now) {
-                    self.membership_changed(now);
+                    self.link_changed(now);
                 }
             }
             Control::LinkLoss { loss } => self.outgoing[u].loss = f64::from(loss) / 65535.0,

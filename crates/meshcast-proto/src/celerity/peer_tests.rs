@@ -1329,14 +1329,14 @@ fn the_climb_follows_each_quick_start_window() {
         let t0 = Time::ZERO + Duration::from_secs(300);
         peer.start_window_end = t0;
         peer.direct = vec![Some(t0); 3];
-        peer.membership_changed(t0);
+        peer.link_changed(t0);
         ticks
             .iter()
             .map(|&(after, change)| {
                 let now = t0 + Duration::from_secs_f64(after);
                 peer.direct = vec![Some(now); 3];
                 if change {
-                    peer.membership_changed(now);
+                    peer.link_changed(now);
                 }
                 let climbing = peer.phase(now).climbing;
                 peer.control_tick(now);
@@ -1627,7 +1627,7 @@ fn quick_start_does_not_end_on_the_interval_before_a_membership_change() {
         peer.start_window_end = t0;
         peer.incoming[1].rates[2] = 50.0;
         peer.direct = vec![Some(t0); 3];
-        peer.membership_changed(t0);
+        peer.link_changed(t0);
         assert!(peer.incoming[1].ramping);
         let mut out = Vec::new();
         let mut now = t0;
@@ -4817,11 +4817,11 @@ fn a_running_member_opens_a_shorter_window_when_a_member_joins_or_leaves() {
     };
     assert_eq!(window(celerity(), &leave), (at(220), true));
     // A link going down or coming back: the whole quick start.
-    let link = |p: &mut CelerityPeer| p.membership_changed(at(300));
+    let link = |p: &mut CelerityPeer| p.link_changed(at(300));
     assert_eq!(window(celerity(), &link), (at(330), true));
     // A change within a longer window open already leaves its end.
     let both = |p: &mut CelerityPeer| {
-        p.membership_changed(at(300));
+        p.link_changed(at(300));
         p.heard_from(2, at(305), true);
     };
     assert_eq!(window(celerity(), &both), (at(330), true));
