@@ -4793,7 +4793,7 @@ fn a_running_member_opens_a_shorter_window_when_a_member_joins_or_leaves() {
         peer.start(t0);
         steps(&mut peer);
         let end = peer.quick_until;
-        let just_before = Time::from_secs_f64((end - Time::ZERO).as_secs_f64() - 0.1);
+        let just_before = Time::from_secs_f64(end.as_secs_f64() - 0.1);
         let phase = peer.phase(just_before);
         assert!(phase.window && !peer.phase(end).window);
         (end, phase.event)
