@@ -1,7 +1,7 @@
 """Random underlays for Celerity (docs/celerity.md, "Random underlays").
 
     python3 scenarios/celerity/random_underlay.py [--family FAMILY]
-        [--fall FRACTION [--fall-at S] | --churn] FIRST_SEED END_SEED OUT_DIR
+        [--fall FRACTION [--fall-at S] | --churn | --fail] FIRST_SEED END_SEED OUT_DIR
 
 writes one scenario for every seed in [FIRST_SEED, END_SEED): 3-5 core
 routers joined by a random spanning tree plus up to as many extra links,
@@ -57,10 +57,23 @@ present) and [200, 240] (without the one that left). score_underlays.py
 scores the first window and gives each change's seconds until every
 session is back at 90% of its new optimum (docs/celerity.md, "Joins and
 leaves on random underlays").
+
+--fail draws the same underlays with a core link failing and coming back
+while the conference runs: one core link whose loss leaves the core
+connected, drawn at random (apart from the underlay's own draws), goes
+down at 100 s and comes back at 170 s, both ways; the routers route
+around it (paths of fewest hops over the links that are up), so no
+overlay link goes down: the members see their paths' delays and
+capacities change, with no news of why. 240 s with the windows [130,
+170] (the core without the link) and [200, 240] (with it again). A seed
+whose core is a tree (every core link's loss would split it) has no such
+link: it is skipped, and the generator says so (docs/celerity.md,
+"Routes that change under the overlay").
 """
 import argparse
 import os
 import random
+import sys
 
 # Per family: participants, core routers, core capacities (kbit/s), core
 # delays (ms), access capacities up and down (kbit/s; None: the same as up).
@@ -83,9 +96,33 @@ JOIN_AT = 100
 LEAVE_AT = 170
 CHURN_DURATION = 240
 CHURN_SETTLE = 30
+# --fail: when the core link goes down and comes back (s); the run and its
+# windows are churn's.
+FAIL_AT = 100
+BACK_AT = 170
 
 
-def gen(seed, out, family="core", fall=None, fall_at=FALL_AT, churn=False):
+def spare_links(k, edges):
+    """The core links (pairs of router indices) whose loss leaves the `k`
+    routers connected, in `edges`' sorted order."""
+    def connected(without):
+        seen, todo = {0}, [0]
+        while todo:
+            a = todo.pop()
+            for e in edges:
+                if e != without and a in e:
+                    b = e[1] if e[0] == a else e[0]
+                    if b not in seen:
+                        seen.add(b)
+                        todo.append(b)
+        return len(seen) == k
+    return [e for e in sorted(edges) if connected(e)]
+
+
+def gen(seed, out, family="core", fall=None, fall_at=FALL_AT, churn=False, fail=False):
+    """Write the scenario of `seed` to `out`; False (nothing written) where
+    `fail` asks for a core link whose loss leaves the core connected and
+    the core is a tree."""
     (nmin, nmax), (kmin, kmax), core_caps, (dmin, dmax), up_caps, down_caps = FAMILIES[family]
     # The core family draws exactly as it always has: its files are the
     # sets docs/celerity.md reports.
@@ -117,6 +154,16 @@ def gen(seed, out, family="core", fall=None, fall_at=FALL_AT, churn=False):
         what += f", its core falling to {fall} at {fall_at} s"
     duration = 200 if fall is None else fall_at + 140
     tail = ""
+    if fail:
+        # Drawn apart from the underlay, which stays the one without the
+        # failure.
+        spare = spare_links(k, edges)
+        if not spare:
+            return False
+        fa, fb = random.Random(f"fail-{family}-{seed}").choice(spare)
+        failed = (routers[fa], routers[fb])
+        tail = f", {failed[0]}-{failed[1]} down at {FAIL_AT} s and back at {BACK_AT} s"
+        duration = CHURN_DURATION
     if churn:
         # Drawn apart from the underlay, which stays the one without churn.
         joiner, leaver = random.Random(f"churn-{family}-{seed}").sample(hosts, 2)
@@ -142,6 +189,10 @@ def gen(seed, out, family="core", fall=None, fall_at=FALL_AT, churn=False):
         windows = [(JOIN_AT + CHURN_SETTLE, LEAVE_AT), (LEAVE_AT + CHURN_SETTLE, CHURN_DURATION)]
         for at, kind, node in ((JOIN_AT, "join", joiner), (LEAVE_AT, "leave", leaver)):
             s += ['[[event]]', f'at_s = {at}', f'kind = "{kind}"', f'node = "{node}"']
+    elif fail:
+        windows = [(FAIL_AT + CHURN_SETTLE, BACK_AT), (BACK_AT + CHURN_SETTLE, CHURN_DURATION)]
+        for at, kind in ((FAIL_AT, "link_down"), (BACK_AT, "link_up")):
+            s += ['[[event]]', f'at_s = {at}', f'kind = "{kind}"', f'from = "{failed[0]}"', f'to = "{failed[1]}"']
     elif fall is None:
         windows = [(100, 200)]
     else:
@@ -153,6 +204,7 @@ def gen(seed, out, family="core", fall=None, fall_at=FALL_AT, churn=False):
         s += ['[[report.window]]', f'from_s = {lo}', f'to_s = {hi}']
     with open(out, 'w') as f:
         f.write("\n".join(s) + "\n")
+    return True
 
 
 def main():
@@ -165,6 +217,8 @@ def main():
                     help="the time of the fall (with --fall; at least 20 s, default 100)")
     ap.add_argument("--churn", action="store_true",
                     help=f"a member joins at {JOIN_AT} s and another leaves at {LEAVE_AT} s")
+    ap.add_argument("--fail", action="store_true",
+                    help=f"a core link goes down at {FAIL_AT} s and comes back at {BACK_AT} s")
     ap.add_argument("first", type=int, metavar="FIRST_SEED")
     ap.add_argument("end", type=int, metavar="END_SEED")
     ap.add_argument("out_dir", metavar="OUT_DIR")
@@ -177,14 +231,16 @@ def main():
         ap.error("--fall-at needs --fall")
     if args.fall_at is not None and args.fall_at < 20:
         ap.error(f"--fall-at ({args.fall_at}) must be at least 20 s")
-    if args.churn and args.fall is not None:
-        ap.error("--churn and --fall draw different runs: give one of them")
+    if sum((args.churn, args.fall is not None, args.fail)) > 1:
+        ap.error("--churn, --fall and --fail draw different runs: give one of them")
     fall_at = FALL_AT if args.fall_at is None else args.fall_at
     os.makedirs(args.out_dir, exist_ok=True)
     for seed in range(args.first, args.end):
         base = f"r{seed}" if args.family == "core" else f"{args.family}-{seed}"
-        gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall, fall_at,
-            args.churn)
+        if not gen(seed, os.path.join(args.out_dir, base + ".toml"), args.family, args.fall,
+                   fall_at, args.churn, args.fail):
+            print(f"seed {seed}: its core is a tree, no link can fail without splitting it; skipped",
+                  file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,7 @@ pub(crate) struct RawConference {
     late_fade: Option<bool>,
     drain_release: Option<bool>,
     rebase: Option<bool>,
+    path_changes: Option<bool>,
     overload_resume: Option<Spanned<f64>>,
     climb_fall: Option<Spanned<f64>>,
     fall_calm_s: Option<Spanned<f64>>,
@@ -560,6 +561,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.rebase {
         params.rebase = r;
+    }
+    if let Some(r) = raw.path_changes {
+        params.path_changes = r;
     }
     if let Some(v) = fraction(&raw.overload_resume, "conference.overload_resume")? {
         params.overload_resume = v;

@@ -784,6 +784,13 @@ pub struct PeerSummary {
     /// after an overload (docs/celerity.md, "An overload that has
     /// drained").
     pub rebases: u64,
+    /// Times a link into this node found its route longer (and raised its
+    /// base delays by the difference) or shorter: routes that changed
+    /// under the overlay (docs/celerity.md, "Routes that change under the
+    /// overlay").
+    pub paths_longer: u64,
+    /// See [`PeerSummary::paths_longer`].
+    pub paths_shorter: u64,
     /// Times a link into this node found an overload drained, where its
     /// sessions resumed at what the link delivered of them meanwhile
     /// (docs/celerity.md, "Resuming at an overload's delivery").
@@ -859,6 +866,8 @@ impl PeerSummary {
             retransmission_requests_received: c.retransmission_requests_received,
             retransmission_requests_expired: c.retransmission_requests_expired,
             rebases: c.rebases,
+            paths_longer: c.paths_longer,
+            paths_shorter: c.paths_shorter,
             drained_overloads: c.drained_overloads,
             climb_falls: c.climb_falls,
             app_lag_ms: peer

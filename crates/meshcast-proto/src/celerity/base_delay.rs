@@ -15,9 +15,11 @@
 //! Simulcast this pushed the bottleneck queue past the 200-ms delay bound
 //! within four minutes. So the base is the minimum over
 //! [`HISTORY`] one-minute buckets — RFC 6817 (LEDBAT) §4.2's
-//! `BASE_HISTORY` of 10 minutes — which forgets a route change (or a clock
-//! drift upwards) within ten minutes while surviving any standing queue
-//! that is shorter than that.
+//! `BASE_HISTORY` of 10 minutes — which forgets a clock drift upwards
+//! within ten minutes while surviving any standing queue that is shorter
+//! than that. A route that became longer is not left to the ten minutes:
+//! [`PathWatch`] reads it from the packets that follow the ones its change
+//! lost (`CelerityParams::path_changes`).
 
 use meshcast_core::{Duration, Time};
 
@@ -168,6 +170,84 @@ impl Rebase {
     }
 }
 
+/// A packet that reads at least this much more queue (s) than the packet
+/// before it on its link, with packets lost between them, starts a
+/// [`PathWatch`] (see `CelerityParams::path_changes`): a queue that
+/// overflows drops packets around which it is full, and a queue that
+/// fills does so over many packets, while the packets a failure drops are
+/// followed at once by the longer route's.
+pub(super) const PATH_STEP: f64 = 0.005;
+/// A control packet this far (s) under its link's control base and a data
+/// packet this far under the data base, within [`PATH_FALL_BOTH`] of each
+/// other (5 s: a link whose rates the failure cut may carry its next data
+/// packet a second or more after the route came back) on a link measured
+/// for [`PATH_MATURE`], came over a shorter
+/// route: no queue can make a packet faster than the base (see
+/// `CelerityParams::path_changes`). Both classes, because either alone
+/// can read under its base for its size: a control message shorter than
+/// any before it (a newcomer's greeting, a lone loss report) by its
+/// serialisation, 6 ms for 200 bytes over 250 kbit/s, and a short data
+/// packet by an error in the serialisation it is normalised with.
+pub(super) const PATH_FALL: f64 = 0.003;
+/// See [`PATH_FALL`].
+pub(super) const PATH_FALL_BOTH: Duration = Duration::from_secs(5);
+/// How long a link must have been measured (since its first control
+/// packet) before [`PATH_STEP`] and [`PATH_FALL`] are read on it: the
+/// first seconds' control packets of every size set the control base
+/// (a newcomer's first, longer ones, then shorter ones).
+pub(super) const PATH_MATURE: Duration = Duration::from_secs(5);
+/// How long a [`PathWatch`] watches the control packets.
+pub(super) const PATH_WATCH: Duration = Duration::from_secs(5);
+
+/// Watching a link whose queue stepped up across lost packets (see
+/// `CelerityParams::path_changes`): the control packets' least one-way
+/// delay over [`PATH_WATCH`], to tell a route that became longer (every
+/// packet slower by the same, whatever the rates do) from a queue.
+#[derive(Clone, Debug)]
+pub(super) struct PathWatch {
+    since: Time,
+    /// The step across the gap, s.
+    step: f64,
+    /// The control packets' least one-way delay so far, s.
+    control: f64,
+}
+
+impl PathWatch {
+    /// Start watching at `now` after a step of `step` seconds.
+    pub(super) fn new(now: Time, step: f64) -> Self {
+        PathWatch {
+            since: now,
+            step,
+            control: f64::INFINITY,
+        }
+    }
+
+    /// A control packet's one-way delay, s.
+    pub(super) fn note_control(&mut self, owd: f64) {
+        self.control = self.control.min(owd);
+    }
+
+    /// `None` while watching; then how far the route's delay rose, s: the
+    /// control packets' least one-way delay over the watch above `base`
+    /// (the control base), at most the step across the gap, or 0 where
+    /// that is under half [`PATH_STEP`] (or no control packet came). The
+    /// cap: where the longer route has a queue of its own that stands
+    /// through the watch (a critical link's, which Celerity's equilibrium
+    /// keeps), the least delay over the watch holds it too, while the
+    /// packet straight after the gap met the route before the traffic
+    /// moved onto it had built that queue.
+    pub(super) fn verdict(&self, now: Time, base: Option<f64>) -> Option<f64> {
+        if now.saturating_since(self.since) < PATH_WATCH {
+            return None;
+        }
+        let rise = match base {
+            Some(b) if self.control.is_finite() => (self.control - b).min(self.step),
+            _ => 0.0,
+        };
+        Some(if rise >= PATH_STEP / 2.0 { rise } else { 0.0 })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +278,31 @@ mod tests {
         // Ten minutes on, the first minute is forgotten.
         assert_eq!(b.sample(at(600), 1.1), 0.0);
         assert_eq!(b.base(), Some(1.1));
+    }
+
+    /// A route 20 ms longer, watched over a 1-s base: the rise is the
+    /// control packets' least delay over the base, at most the step across
+    /// the gap; nothing before the watch ends, nor for a rise under half
+    /// `PATH_STEP`, nor without a control packet or a base.
+    #[test]
+    fn a_path_watch_reads_the_rise_of_the_least_control_delay() {
+        let verdict = |step: f64, owds: &[f64], base: Option<f64>| {
+            let mut w = PathWatch::new(at(10), step);
+            for &d in owds {
+                w.note_control(d);
+            }
+            assert_eq!(w.verdict(at(14), base), None);
+            w.verdict(at(10) + PATH_WATCH, base).unwrap()
+        };
+        let rise = verdict(0.030, &[1.060, 1.020, 1.045], Some(1.0));
+        assert!((rise - 0.020).abs() < 1e-9, "{rise}");
+        // The longer route's own standing queue (100 ms through the whole
+        // watch) is not taken for route: the step across the gap caps it.
+        let rise = verdict(0.030, &[1.120, 1.100], Some(1.0));
+        assert!((rise - 0.030).abs() < 1e-9, "{rise}");
+        assert_eq!(verdict(0.030, &[1.002], Some(1.0)), 0.0);
+        assert_eq!(verdict(0.030, &[], Some(1.0)), 0.0);
+        assert_eq!(verdict(0.030, &[1.020], None), 0.0);
     }
 
     #[test]

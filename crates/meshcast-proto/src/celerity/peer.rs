@@ -1,7 +1,9 @@
 //! The Celerity peer state machine.
 
 use super::app_lag::RateHistory;
-use super::base_delay::{BaseDelay, Rebase};
+use super::base_delay::{
+    BaseDelay, PATH_FALL, PATH_FALL_BOTH, PATH_MATURE, PATH_STEP, PathWatch, Rebase,
+};
 use super::dispersion::Dispersion;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
 use super::schedule::Schedule;
@@ -142,11 +144,14 @@ pub struct CelerityParams {
     /// plus queuing delay at half the `U′` of a known session with a rate
     /// on it), where its quick start ends early. A member past its own
     /// start window opens a shorter one when another member joins or
-    /// leaves ([`change_quick_start`](Self::change_quick_start)).
+    /// leaves, or a link's route changes
+    /// ([`change_quick_start`](Self::change_quick_start)).
     pub quick_start: Duration,
     /// The quick-start window a member past its own start window (see
     /// [`quick_start`](Self::quick_start)) opens when another member joins
-    /// or leaves, at most `quick_start`; Celerity's own trees only (the
+    /// or leaves, or a route changes under one of its links
+    /// ([`path_changes`](Self::path_changes)), at most `quick_start`;
+    /// Celerity's own trees only (the
     /// Simulcast and Mutualcast baselines, and a link going down or coming
     /// back, keep `quick_start`). A newcomer's own start window is
     /// `quick_start` as at the conference's start.
@@ -165,7 +170,11 @@ pub struct CelerityParams {
     /// late drops. 15 s did as well there but cost the `slow` family: on
     /// thin links a join's turbulence outlasts it, and the late charges
     /// measured then held a newcomer's session off its relays
-    /// (docs/celerity.md, "A shorter window after a change").
+    /// (docs/celerity.md, "A shorter window after a change"). After a
+    /// route change the whole window cost late packets: the late charges
+    /// rest in it while the longer routes take the packets nearer the
+    /// bound (random core underlays whose core link fails at 100 s, seeds
+    /// 1–90: 364 late drops over the 30-s window, 161 over the 20-s).
     pub change_quick_start: Duration,
     /// Step multiplier during quick start.
     pub quick_start_gain: f64,
@@ -1025,6 +1034,38 @@ pub struct CelerityParams {
     /// an empty queue lowers it again (docs/celerity.md, "An overload
     /// that has drained").
     pub rebase: bool,
+    /// Routes that change under the overlay: the routers route around a
+    /// failed link (or back over a mended one) with no news to the
+    /// overlay, whose links stay up while their one-way delays change.
+    /// The base is a ten-minute minimum, so a longer route's extra delay
+    /// read as a queue on every packet for ten minutes (a price no rate
+    /// could lower: 17 ms on `random-route.toml`, where R2-R3 fails), and
+    /// after the link came back the sessions kept the split made for its
+    /// failure.
+    /// With this on, a tail past its own start window (within it the bases
+    /// are still being found through the start's queues) reads two signs
+    /// on a link it has measured for 5 s (`base_delay.rs`):
+    /// - a packet that comes after lost packets and reads at least 5 ms
+    ///   more queue than the packet before them starts a 5-s watch of the
+    ///   control packets' least one-way delay; where that is at least
+    ///   2.5 ms over the control base, both bases (and the sessions' age
+    ///   bases on the link) rise by it, at most by the step across the
+    ///   gap, and the head's round-trip minimum is learnt afresh (a
+    ///   queue that overflows drops packets around which it is full; one
+    ///   that fills does so over many packets; a standing queue on the new
+    ///   route is not taken for route past the step);
+    /// - a control packet and a data packet each 3 ms or more under their
+    ///   base within 5 s of each other came over a shorter route (no queue
+    ///   makes a packet faster than the base; either class alone can read
+    ///   under its base for its size, a control message shorter than any
+    ///   before by its serialisation on a thin link).
+    ///
+    /// Either opens the change's quick-start window at that peer
+    /// ([`change_quick_start`](Self::change_quick_start), 20 s), as a
+    /// join or a leave does, so that the split is found again at quick
+    /// start's pace. Off, a route change is seen only as queues
+    /// (docs/celerity.md, "Routes that change under the overlay").
+    pub path_changes: bool,
     /// Resuming at an overload's delivery (0 turns it off): on a link
     /// that was overloaded (as for [`CelerityParams::drain_release`]), the
     /// tail counts what the link delivered of each session (IP bytes)
@@ -1752,6 +1793,7 @@ impl Default for CelerityParams {
             late_fade: false,
             drain_release: true,
             rebase: true,
+            path_changes: true,
             overload_resume: 0.9,
             climb_fall: 0.7,
             fall_calm: Duration::from_secs(5),
@@ -1855,6 +1897,12 @@ pub struct PeerCounters {
     /// Times a link into this peer raised its data packets' base delay
     /// after an overload ([`CelerityParams::rebase`]).
     pub rebases: u64,
+    /// Times a link into this peer found its route longer and raised its
+    /// bases ([`CelerityParams::path_changes`]).
+    pub paths_longer: u64,
+    /// Times a link into this peer found its route shorter
+    /// ([`CelerityParams::path_changes`]).
+    pub paths_shorter: u64,
     /// Times a link into this peer found an overload drained (see
     /// [`CelerityParams::drain_release`] and
     /// [`CelerityParams::overload_resume`]).
@@ -2551,6 +2599,19 @@ struct Incoming {
     /// packet on (see [`CelerityParams::rebase`]).
     rebase_due: bool,
     rebase: Option<Rebase>,
+    /// When the link's first control packet came (see
+    /// [`CelerityParams::path_changes`]).
+    measured_since: Option<Time>,
+    /// The queue the link's last packet read over its class's base, s.
+    last_q: f64,
+    /// Watching for a longer route, and whether one was found (or a
+    /// shorter one) since the last control interval.
+    path_watch: Option<PathWatch>,
+    path_longer: bool,
+    path_shorter: bool,
+    /// When a control and a data packet last read at least `PATH_FALL`
+    /// under their base.
+    fell_at: [Option<Time>; 2],
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
     /// its rate, kbit/s; the peak it fell from (0: none); the intervals
     /// since it fell.
@@ -2649,6 +2710,40 @@ struct Outgoing {
 }
 
 impl Incoming {
+    /// Watch for a longer route (see [`CelerityParams::path_changes`]) on
+    /// a packet that read `step` seconds more queue over its class's base
+    /// than the packet before it, a data packet (`full`) or a control
+    /// packet of one-way delay `owd`, after lost packets (`gapped`). Where
+    /// a watch finds the route longer, both bases and the sessions' age
+    /// bases on the link rise by the difference, and `path_longer` says
+    /// so.
+    fn watch_path(&mut self, now: Time, gapped: bool, full: bool, owd: f64, step: f64) {
+        let mature = self
+            .measured_since
+            .is_some_and(|t| now.saturating_since(t) >= PATH_MATURE);
+        if gapped && mature && self.path_watch.is_none() && step >= PATH_STEP {
+            self.path_watch = Some(PathWatch::new(now, step));
+        }
+        let Some(watch) = &mut self.path_watch else {
+            return;
+        };
+        if !full {
+            watch.note_control(owd);
+        }
+        let Some(rise) = watch.verdict(now, self.base[0].base()) else {
+            return;
+        };
+        self.path_watch = None;
+        if rise > 0.0 {
+            for base in self.base.iter_mut().chain(&mut self.age_base) {
+                base.raise(rise);
+            }
+            // The drained overload's watch measured the old route.
+            self.rebase = None;
+            self.path_longer = true;
+        }
+    }
+
     /// The sessions' rates to tell the head at `now`, and whether the
     /// tail's heartbeat ([`TAIL_HEARTBEAT`]) was due; `None` when no rate
     /// moved by more than [`MOVED`] since the head was told it and the
@@ -3206,6 +3301,12 @@ impl CelerityPeer {
             calm_s: 0.0,
             calm_before: 0.0,
             rebase_due: false,
+            measured_since: None,
+            last_q: 0.0,
+            path_watch: None,
+            path_longer: false,
+            path_shorter: false,
+            fell_at: [None; 2],
             rebase: None,
             peak: [0.0; MAX_PARTICIPANTS],
             fell_from: [0.0; MAX_PARTICIPANTS],
@@ -3622,9 +3723,10 @@ impl CelerityPeer {
         self.repack_soon(now);
     }
 
-    /// A member joined or left: the window it opens here (see
+    /// A member joined or left, or a route changed under a link into this
+    /// peer: the window it opens here (see
     /// [`CelerityParams::change_quick_start`]).
-    fn member_joined_or_left(&mut self, now: Time) {
+    fn change_window(&mut self, now: Time) {
         let p = &self.cfg.params;
         let window = if self.running(now) && self.celerity_trees() {
             p.change_quick_start.min(p.quick_start)
@@ -3682,7 +3784,7 @@ impl CelerityPeer {
             // Answer so a newcomer learns of us (and that we are running)
             // at once.
             self.queue_control(u, now, &Control::Hello { running }, Duration::ZERO);
-            self.member_joined_or_left(now);
+            self.change_window(now);
         }
     }
 
@@ -3728,7 +3830,7 @@ impl CelerityPeer {
                 self.src.per_byte[u * self.n + v] = None;
                 self.src.per_byte[v * self.n + u] = None;
             }
-            self.member_joined_or_left(now);
+            self.change_window(now);
         }
     }
 
@@ -4713,6 +4815,26 @@ impl CelerityPeer {
         // where the rates are far from any equilibrium.
         if !phase.window {
             self.level_prices();
+        }
+        // A route that changed under a link (see
+        // `CelerityParams::path_changes`): the head's round-trip minimum was
+        // the old route's too, and the rates must find new levels.
+        let mut routes_changed = false;
+        for u in self.others() {
+            let inc = &mut self.incoming[u];
+            let (longer, shorter) = (
+                std::mem::take(&mut inc.path_longer),
+                std::mem::take(&mut inc.path_shorter),
+            );
+            if longer {
+                self.outgoing[u].rtt_min = BaseDelay::default();
+            }
+            self.counters.paths_longer += u64::from(longer);
+            self.counters.paths_shorter += u64::from(shorter);
+            routes_changed |= longer || shorter;
+        }
+        if routes_changed {
+            self.change_window(now);
         }
         let mut links_changed = false;
         // Whether quick start ended on a link in this interval, in the
@@ -6102,13 +6224,22 @@ impl CelerityPeer {
         sample: Sample,
     ) -> f64 {
         let full = data.is_some();
+        // Routes that change under the overlay (see `path_changes`), read
+        // once this peer's own start window is over: within it the bases
+        // are still being found, through the start's queues. Links are
+        // timed from their first control packet all the same.
+        let path_changes = self.cfg.params.path_changes;
+        let read_paths = path_changes && self.running(now);
         // Packet pairs are kept only where the floor reads them (see
         // `CelerityParams::floor_dispersion`).
         let pairs = self.cfg.params.floor_dispersion;
         let inc = &mut self.incoming[u];
+        // Packets lost just before this one (see `path_changes`).
+        let mut gapped = false;
         match inc.next_seq {
             Some(e) => {
                 let gap = link.hop_seq.wrapping_sub(e) as i16;
+                gapped = gap > 0;
                 if gap >= 0 {
                     inc.lost += gap as u32;
                     inc.received += 1;
@@ -6166,6 +6297,30 @@ impl CelerityPeer {
             }
         }
         let base = &mut inc.base[usize::from(full)];
+        // A shorter route (see `CelerityParams::path_changes`): a packet of
+        // each class under its base, within `PATH_FALL_BOTH` of each other,
+        // on a link measured long enough.
+        if path_changes && learn {
+            let mature = inc
+                .measured_since
+                .is_some_and(|t| now.saturating_since(t) >= PATH_MATURE);
+            match base.base() {
+                Some(b) if read_paths && mature && owd < b - PATH_FALL => {
+                    inc.fell_at[usize::from(full)] = Some(now);
+                    let both = inc
+                        .fell_at
+                        .iter()
+                        .all(|t| t.is_some_and(|t| now.saturating_since(t) <= PATH_FALL_BOTH));
+                    if both {
+                        inc.path_shorter = true;
+                        inc.fell_at = [None; 2];
+                    }
+                }
+                Some(_) => {}
+                None if !full => inc.measured_since = Some(now),
+                None => {}
+            }
+        }
         // The base is learnt from the packets' real timing; only the
         // sample loses the burst's wait.
         let q = if learn {
@@ -6206,6 +6361,12 @@ impl CelerityPeer {
         };
         inc.qsamples.push(counted);
         inc.last_ts = Some((link.hop_ts_us, now));
+        if path_changes {
+            let step = q - std::mem::replace(&mut inc.last_q, q);
+            if read_paths {
+                inc.watch_path(now, gapped, full, owd, step);
+            }
+        }
         self.counters.rebases += u64::from(rebased);
         q
     }

@@ -4840,3 +4840,137 @@ fn a_running_member_opens_a_shorter_window_when_a_member_joins_or_leaves() {
         (at(131), false)
     );
 }
+
+/// Routes that change under a link (`CelerityParams::path_changes`). The
+/// peer started at 0; from 100 s link 1 → 0 carries a control packet in
+/// 10 ms and a data packet of 1000 bytes in 30 ms every 200 ms for 10 s.
+/// Then, after `lost` lost packets, every packet takes `route` ms more: a
+/// data packet at once, then for 6 s a control and a data packet every
+/// 200 ms that also meet `queue` ms of queue on the new route. The rise in
+/// the control base, the queue the last data packet read, the window the
+/// peer holds open past the last packet, and whether the head's
+/// round-trip minimum was forgotten.
+#[test]
+fn a_route_that_changes_under_a_link_moves_its_bases() {
+    let run = |c: &CelerityConfig, lost: u16, route: u64, queue: u64| {
+        let mut peer = crossing_peer(c);
+        peer.start(Time::ZERO);
+        peer.outgoing[1].rtt_min.sample(Time::from_secs(100), 0.020);
+        // Sequence numbers run on, `lost` of them skipped at 110 s.
+        let packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
+            let now = Time::from_millis(at_ms);
+            let sent = (at_ms - 100_000) / 100;
+            let seq = if at_ms >= 110_000 {
+                sent + u64::from(lost)
+            } else {
+                sent
+            };
+            let link = LinkHeader {
+                hop_seq: seq as u16,
+                hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
+            };
+            peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain)
+        };
+        for i in 0..50 {
+            packet(&mut peer, 100_000 + 200 * i, false, 10);
+            packet(&mut peer, 100_100 + 200 * i, true, 30);
+        }
+        let before = peer.incoming[1].base[0].base().unwrap();
+        let mut q = packet(&mut peer, 110_000, true, 30 + route);
+        for i in 0..30 {
+            packet(&mut peer, 110_100 + 200 * i, false, 10 + route + queue);
+            q = packet(&mut peer, 110_200 + 200 * i, true, 30 + route + queue);
+        }
+        let end = Time::from_millis(116_200);
+        // Every link up: the window is the route's alone.
+        peer.direct = vec![Some(end); 3];
+        peer.control_tick(end);
+        let rise = peer.incoming[1].base[0].base().unwrap() - before;
+        // Forgotten, and counted (the two go together).
+        let forgot = peer.outgoing[1].rtt_min.base().is_none();
+        assert_eq!(peer.counters().paths_longer, u64::from(forgot));
+        (rise, q, peer.quick_until.saturating_since(end), forgot)
+    };
+    let c = queue_priced_cfg();
+    assert!(c.params.path_changes);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    let window = c.params.change_quick_start;
+    // A route 20 ms longer after two lost packets: both bases rise by 20
+    // ms, a data packet reads no queue, the change's window opens and the
+    // round-trip minimum is learnt afresh.
+    let (rise, q, open, forgot) = run(&c, 2, 20, 0);
+    assert!(close(rise, 0.020) && close(q, 0.0), "{rise} {q}");
+    assert_eq!(open, window);
+    assert!(forgot);
+    // With 40 ms of queue standing on the new route through the watch,
+    // the rise is the step across the gap, and the queue is still read.
+    let (rise, q, open, _) = run(&c, 2, 20, 40);
+    assert!(close(rise, 0.020) && close(q, 0.040), "{rise} {q}");
+    assert_eq!(open, window);
+    // The same delays without lost packets (a queue, as far as the tail
+    // can tell), lost packets with no step (random loss), a step under 5
+    // ms, or the rule off: the bases stay, the queue is read, no window.
+    let kept = |(rise, q, open, forgot): (f64, f64, Duration, bool), read: f64| {
+        close(rise, 0.0) && close(q, read) && open == Duration::ZERO && !forgot
+    };
+    assert!(kept(run(&c, 0, 20, 0), 0.020));
+    assert!(kept(run(&c, 3, 0, 0), 0.0));
+    assert!(kept(run(&c, 3, 4, 0), 0.004));
+    let mut off = c.clone();
+    off.params.path_changes = false;
+    assert!(kept(run(&off, 2, 20, 0), 0.020));
+}
+
+/// A control packet and a data packet each 3 ms or more under their base,
+/// on a link measured for 5 s, came over a shorter route: the change's
+/// window opens (`CelerityParams::path_changes`). Link 1 → 0 carries a
+/// control packet in 40 ms and a data packet of 1000 bytes in 60 ms every
+/// 200 ms for `measured_s` seconds; then a control packet `control_ms`
+/// faster and a data packet `data_ms` faster. 2 ms under is the delays'
+/// jitter; one class alone can read under its base for its size; and on
+/// a link measured for less than 5 s the base is still being found.
+#[test]
+fn a_shorter_route_opens_the_changes_window() {
+    let open_after = |c: &CelerityConfig, measured_s: u64, control_ms: u64, data_ms: u64| {
+        let mut peer = crossing_peer(c);
+        peer.start(Time::ZERO);
+        let mut seq = 0u16;
+        let mut packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
+            let now = Time::from_millis(at_ms);
+            let link = LinkHeader {
+                hop_seq: seq,
+                hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
+            };
+            seq = seq.wrapping_add(1);
+            peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain);
+        };
+        let t0 = 100_000;
+        let end = t0 + 1000 * measured_s;
+        for at in (t0..end).step_by(200) {
+            packet(&mut peer, at, false, 40);
+            packet(&mut peer, at + 100, true, 60);
+        }
+        packet(&mut peer, end, false, 40 - control_ms);
+        packet(&mut peer, end + 100, true, 60 - data_ms);
+        let now = Time::from_millis(end + 100);
+        peer.direct = vec![Some(now); 3];
+        peer.control_tick(now);
+        let open = peer.quick_until.saturating_since(now);
+        assert_eq!(
+            peer.counters().paths_shorter,
+            u64::from(open > Duration::ZERO)
+        );
+        open
+    };
+    let c = queue_priced_cfg();
+    let window = c.params.change_quick_start;
+    assert_eq!(open_after(&c, 6, 5, 5), window);
+    assert_eq!(open_after(&c, 6, 4, 4), window);
+    assert_eq!(open_after(&c, 6, 2, 2), Duration::ZERO);
+    assert_eq!(open_after(&c, 6, 5, 0), Duration::ZERO);
+    assert_eq!(open_after(&c, 6, 0, 5), Duration::ZERO);
+    assert_eq!(open_after(&c, 3, 5, 5), Duration::ZERO);
+    let mut off = c.clone();
+    off.params.path_changes = false;
+    assert_eq!(open_after(&off, 6, 5, 5), Duration::ZERO);
+}
