@@ -1460,6 +1460,26 @@ fn coded_at(s: &Value, source: &str, t: f64) -> Option<f64> {
         .and_then(|o| o["coded"][source].as_f64())
 }
 
+/// A file of `random_underlay.py --churn` or `--fail` against the plain
+/// file of the same seed: the same links and conference, 240 s, and the
+/// windows [130,170] and [200,240].
+fn assert_changes_of(plain: &toml::Value, changed: &toml::Value, seed: u32) {
+    assert_eq!(plain["link"], changed["link"], "r{seed}");
+    assert_eq!(plain["conference"], changed["conference"], "r{seed}");
+    assert_eq!(changed["duration_s"].as_integer(), Some(240), "r{seed}");
+    let windows: Vec<_> = changed["report"]["window"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["from_s"].as_integer(), w["to_s"].as_integer()))
+        .collect();
+    assert_eq!(
+        windows,
+        [(Some(130), Some(170)), (Some(200), Some(240))],
+        "r{seed}"
+    );
+}
+
 /// `random_underlay.py --fail` writes the same underlays with a core link
 /// whose loss leaves the core connected going down at 100 s and coming
 /// back at 170 s, both ways (240 s, the windows [130,170] and [200,240]);
@@ -1525,16 +1545,7 @@ fn underlays_with_a_failing_core_link() {
             continue;
         };
         written += 1;
-        assert_eq!(plain["link"], fail["link"], "r{seed}");
-        assert_eq!(plain["conference"], fail["conference"], "r{seed}");
-        assert_eq!(fail["duration_s"].as_integer(), Some(240));
-        let windows: Vec<_> = fail["report"]["window"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| (w["from_s"].as_integer(), w["to_s"].as_integer()))
-            .collect();
-        assert_eq!(windows, [(Some(130), Some(170)), (Some(200), Some(240))]);
+        assert_changes_of(&plain, &fail, seed);
         let events: Vec<_> = fail["event"]
             .as_array()
             .unwrap()
@@ -1577,20 +1588,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
     };
     for seed in 1..3 {
         let (plain, churn) = (read("plain", seed), read("churn", seed));
-        assert_eq!(plain["link"], churn["link"], "r{seed}");
-        assert_eq!(plain["conference"], churn["conference"], "r{seed}");
-        assert_eq!(churn["duration_s"].as_integer(), Some(240));
-        let windows: Vec<_> = churn["report"]["window"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| (w["from_s"].as_integer(), w["to_s"].as_integer()))
-            .collect();
-        assert_eq!(
-            windows,
-            [(Some(130), Some(170)), (Some(200), Some(240))],
-            "r{seed}"
-        );
+        assert_changes_of(&plain, &churn, seed);
         let events = churn["event"].as_array().unwrap();
         let got: Vec<_> = events
             .iter()

@@ -35,6 +35,10 @@ pub(super) struct BaseDelay {
     mins: [f64; HISTORY],
     /// The minimum of `mins`, kept as they change (read per packet).
     min: f64,
+    /// The least delay ever recorded, raised with the minima: unlike the
+    /// base it never rises as old minutes leave the window, so a packet
+    /// under it came faster than any before (see [`PathWatch`]).
+    floor: f64,
     head: usize,
     since: Option<Time>,
 }
@@ -44,6 +48,7 @@ impl Default for BaseDelay {
         BaseDelay {
             mins: [f64::INFINITY; HISTORY],
             min: f64::INFINITY,
+            floor: f64::INFINITY,
             head: 0,
             since: None,
         }
@@ -54,6 +59,11 @@ impl BaseDelay {
     /// The windowed minimum so far, seconds.
     pub(super) fn base(&self) -> Option<f64> {
         self.min.is_finite().then_some(self.min)
+    }
+
+    /// The least delay ever recorded (raised with the minima), seconds.
+    pub(super) fn floor(&self) -> Option<f64> {
+        self.floor.is_finite().then_some(self.floor)
     }
 
     /// How far `owd` is above the windowed minimum, without recording it.
@@ -84,6 +94,7 @@ impl BaseDelay {
             *m += by;
         }
         self.min += by;
+        self.floor += by;
     }
 
     /// Record a delay of `owd` seconds and return how far it is above the
@@ -92,6 +103,7 @@ impl BaseDelay {
         self.advance(now);
         self.mins[self.head] = self.mins[self.head].min(owd);
         self.min = self.min.min(owd);
+        self.floor = self.floor.min(owd);
         self.excess(owd)
     }
 }
@@ -177,8 +189,11 @@ impl Rebase {
 /// fills does so over many packets, while the packets a failure drops are
 /// followed at once by the longer route's.
 pub(super) const PATH_STEP: f64 = 0.005;
-/// A control packet this far (s) under its link's control base and a data
-/// packet this far under the data base, within [`PATH_FALL_BOTH`] of each
+/// A control packet this far (s) under the least delay its link's control
+/// packets ever had ([`BaseDelay::floor`]: the base rises as old minutes
+/// leave its window, and a queue that had stood since then, draining,
+/// would read under it) and a data packet this far under the data
+/// packets' least, within [`PATH_FALL_BOTH`] of each
 /// other (5 s: a link whose rates the failure cut may carry its next data
 /// packet a second or more after the route came back) on a link measured
 /// for [`PATH_MATURE`], came over a shorter
@@ -303,6 +318,26 @@ mod tests {
         assert_eq!(verdict(0.030, &[1.002], Some(1.0)), 0.0);
         assert_eq!(verdict(0.030, &[], Some(1.0)), 0.0);
         assert_eq!(verdict(0.030, &[1.020], None), 0.0);
+    }
+
+    /// The floor is the least delay ever recorded: it stays when the minute
+    /// that set it leaves the base's window (a standing queue since then,
+    /// draining, reads under the base but not under the floor), and rises
+    /// with the minima.
+    #[test]
+    fn the_floor_outlasts_the_window_and_rises_with_the_base() {
+        let mut b = BaseDelay::default();
+        assert_eq!(b.floor(), None);
+        b.sample(at(0), 1.0);
+        for s in 60..=600 {
+            b.sample(at(s), 1.1);
+        }
+        assert_eq!(b.base(), Some(1.1));
+        assert_eq!(b.floor(), Some(1.0));
+        b.raise(0.02);
+        assert!((b.floor().unwrap() - 1.02).abs() < 1e-12);
+        b.sample(at(601), 0.9);
+        assert_eq!((b.base(), b.floor()), (Some(0.9), Some(0.9)));
     }
 
     #[test]

@@ -1054,11 +1054,13 @@ pub struct CelerityParams {
     ///   queue that overflows drops packets around which it is full; one
     ///   that fills does so over many packets; a standing queue on the new
     ///   route is not taken for route past the step);
-    /// - a control packet and a data packet each 3 ms or more under their
-    ///   base within 5 s of each other came over a shorter route (no queue
-    ///   makes a packet faster than the base; either class alone can read
-    ///   under its base for its size, a control message shorter than any
-    ///   before by its serialisation on a thin link).
+    /// - a control packet and a data packet each 3 ms or more under the
+    ///   least delay their class ever had on the link, within 5 s of each
+    ///   other, came over a shorter route (no queue makes a packet faster
+    ///   than that; not the base, which rises as old minutes leave its
+    ///   window; either class alone can read under it for its size, a
+    ///   control message shorter than any before by its serialisation on
+    ///   a thin link).
     ///
     /// Either opens the change's quick-start window at that peer
     /// ([`change_quick_start`](Self::change_quick_start), 20 s), as a
@@ -6304,7 +6306,7 @@ impl CelerityPeer {
             let mature = inc
                 .measured_since
                 .is_some_and(|t| now.saturating_since(t) >= PATH_MATURE);
-            match base.base() {
+            match base.floor() {
                 Some(b) if read_paths && mature && owd < b - PATH_FALL => {
                     inc.fell_at[usize::from(full)] = Some(now);
                     let both = inc
