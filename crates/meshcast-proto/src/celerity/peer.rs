@@ -2712,6 +2712,41 @@ struct Outgoing {
 }
 
 impl Incoming {
+    /// Whether the link has been measured for [`PATH_MATURE`] since its
+    /// first control packet (see [`CelerityParams::path_changes`]).
+    fn measured_long(&self, now: Time) -> bool {
+        self.measured_since
+            .is_some_and(|t| now.saturating_since(t) >= PATH_MATURE)
+    }
+
+    /// Watch for a shorter route (see [`CelerityParams::path_changes`]) on
+    /// a packet that learns its class's base, a data packet (`full`) or a
+    /// control packet, of one-way delay `owd` (a data packet's normalised
+    /// to the longest), before it is learnt: a packet of each class under
+    /// its class's floor within [`PATH_FALL_BOTH`] of each other, on a
+    /// link measured long enough, sets `path_shorter`; only where the
+    /// signs are read (`read`). The link is timed from its first control
+    /// packet whatever `read` says.
+    fn watch_fall(&mut self, now: Time, full: bool, owd: f64, read: bool) {
+        let mature = self.measured_long(now);
+        match self.base[usize::from(full)].floor() {
+            Some(b) if read && mature && owd < b - PATH_FALL => {
+                self.fell_at[usize::from(full)] = Some(now);
+                let both = self
+                    .fell_at
+                    .iter()
+                    .all(|t| t.is_some_and(|t| now.saturating_since(t) <= PATH_FALL_BOTH));
+                if both {
+                    self.path_shorter = true;
+                    self.fell_at = [None; 2];
+                }
+            }
+            Some(_) => {}
+            None if !full => self.measured_since = Some(now),
+            None => {}
+        }
+    }
+
     /// Watch for a longer route (see [`CelerityParams::path_changes`]) on
     /// a packet that read `step` seconds more queue over its class's base
     /// than the packet before it, a data packet (`full`) or a control
@@ -2720,10 +2755,7 @@ impl Incoming {
     /// bases on the link rise by the difference, and `path_longer` says
     /// so.
     fn watch_path(&mut self, now: Time, gapped: bool, full: bool, owd: f64, step: f64) {
-        let mature = self
-            .measured_since
-            .is_some_and(|t| now.saturating_since(t) >= PATH_MATURE);
-        if gapped && mature && self.path_watch.is_none() && step >= PATH_STEP {
+        if gapped && self.measured_long(now) && self.path_watch.is_none() && step >= PATH_STEP {
             self.path_watch = Some(PathWatch::new(now, step));
         }
         let Some(watch) = &mut self.path_watch else {
@@ -6298,31 +6330,10 @@ impl CelerityPeer {
                 learn = long && control_known;
             }
         }
-        let base = &mut inc.base[usize::from(full)];
-        // A shorter route (see `CelerityParams::path_changes`): a packet of
-        // each class under its base, within `PATH_FALL_BOTH` of each other,
-        // on a link measured long enough.
         if path_changes && learn {
-            let mature = inc
-                .measured_since
-                .is_some_and(|t| now.saturating_since(t) >= PATH_MATURE);
-            match base.floor() {
-                Some(b) if read_paths && mature && owd < b - PATH_FALL => {
-                    inc.fell_at[usize::from(full)] = Some(now);
-                    let both = inc
-                        .fell_at
-                        .iter()
-                        .all(|t| t.is_some_and(|t| now.saturating_since(t) <= PATH_FALL_BOTH));
-                    if both {
-                        inc.path_shorter = true;
-                        inc.fell_at = [None; 2];
-                    }
-                }
-                Some(_) => {}
-                None if !full => inc.measured_since = Some(now),
-                None => {}
-            }
+            inc.watch_fall(now, full, owd, read_paths);
         }
+        let base = &mut inc.base[usize::from(full)];
         // The base is learnt from the packets' real timing; only the
         // sample loses the burst's wait.
         let q = if learn {

@@ -1256,6 +1256,19 @@ fn a_link_that_fell_within_a_window_prices_its_queue_as_after_the_windows() {
     }
 }
 
+/// A packet over link 1 → 0 (the peer's) at `at_ms`, with link sequence
+/// number `seq`, `owd_ms` after it was sent: a data packet of 1000 media
+/// bytes (`data`) or a control packet. The queue it read
+/// ([`CelerityPeer::measure`]).
+fn arrive(peer: &mut CelerityPeer, seq: u16, at_ms: u64, data: bool, owd_ms: u64) -> f64 {
+    let now = Time::from_millis(at_ms);
+    let link = LinkHeader {
+        hop_seq: seq,
+        hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
+    };
+    peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain)
+}
+
 /// Re-learning the data base after an overload (`CelerityParams::rebase`).
 /// Link 1 → 0 carries control packets in 10 ms and data packets of 1000
 /// bytes in 30 ms (20 ms of serialisation); at 10 s its capacity falls,
@@ -1270,13 +1283,9 @@ fn a_drained_overload_relearns_the_data_base() {
         let mut peer = crossing_peer(c);
         let mut seq = 0u16;
         let mut packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
-            let now = Time::ZERO + Duration::from_millis(at_ms);
-            let link = LinkHeader {
-                hop_seq: seq,
-                hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
-            };
+            let this = seq;
             seq = seq.wrapping_add(1);
-            peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain)
+            arrive(peer, this, at_ms, data, owd_ms)
         };
         for i in 0..10 {
             packet(&mut peer, 1000 * i, false, 10);
@@ -4858,18 +4867,13 @@ fn a_route_that_changes_under_a_link_moves_its_bases() {
         peer.outgoing[1].rtt_min.sample(Time::from_secs(100), 0.020);
         // Sequence numbers run on, `lost` of them skipped at 110 s.
         let packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
-            let now = Time::from_millis(at_ms);
             let sent = (at_ms - 100_000) / 100;
             let seq = if at_ms >= 110_000 {
                 sent + u64::from(lost)
             } else {
                 sent
             };
-            let link = LinkHeader {
-                hop_seq: seq as u16,
-                hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
-            };
-            peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain)
+            arrive(peer, seq as u16, at_ms, data, owd_ms)
         };
         for i in 0..50 {
             packet(&mut peer, 100_000 + 200 * i, false, 10);
@@ -4936,13 +4940,9 @@ fn a_shorter_route_opens_the_changes_window() {
         peer.start(Time::ZERO);
         let mut seq = 0u16;
         let mut packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
-            let now = Time::from_millis(at_ms);
-            let link = LinkHeader {
-                hop_seq: seq,
-                hop_ts_us: micros(now).wrapping_sub(owd_ms as u32 * 1000),
-            };
+            let this = seq;
             seq = seq.wrapping_add(1);
-            peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain);
+            arrive(peer, this, at_ms, data, owd_ms);
         };
         let t0 = 100_000;
         let end = t0 + 1000 * measured_s;
