@@ -31,7 +31,12 @@ second half of the time to the next change), and the session-seconds of
 silence: the seconds of the first fifteen in which a session's lowest
 receiver (the newcomer too) got nothing, summed over the sessions from
 before the change; the last line sums them up for joins and leaves
-apart. Where a scenario has more than one report window, each
+apart. Where the network under the conference changes after the start (a
+core link failing and coming back, `--fail`; a capacity fall, `--fall`),
+each such change gets the same figures, named "network", and the last
+line sums them up apart too; and where members come and go or the network
+changes, a session's start is measured against its optimum at the start,
+not its first window's. Where a scenario has more than one report window, each
 underlay and the last line also give the later windows' worst sessions.
 `--set` is
 handed to every run (e.g. `--set conference.pace_to_heads=true`);
@@ -126,6 +131,21 @@ def membership_changes(summary):
     return [m for m in summary.get("membership", []) if m["t_s"] >= START_SPREAD_S]
 
 
+def network_changes(summary):
+    """The instants after the start at which the network under the
+    conference changed (a link going down or coming back, a capacity
+    change: `random_underlay.py --fail` and `--fall`), as `event`
+    "network" dicts with no node: the summary's optimum steps after
+    `START_SPREAD_S` (one at every event and at the end of every
+    cross-traffic flow, docs/report-format.md) other than those of the
+    membership changes."""
+    members = [m["t_s"] for m in membership_changes(summary)]
+    return [{"t_s": s["from_s"], "node": None, "event": "network"}
+            for s in summary.get("optimum", [])
+            if s["from_s"] >= START_SPREAD_S and all(abs(s["from_s"] - t) >= START_SPREAD_S
+                                                      for t in members)]
+
+
 def joined_at(summary, node):
     """When `node` first joined the conference, 0 for a member from the
     start (one whose first join came within `START_SPREAD_S`)."""
@@ -186,18 +206,22 @@ def back_after(summary, t0, until=None, settled=False):
 
 def changes_figures(summary):
     """Every membership change after the start (`random_underlay.py
-    --churn`): its time, node and event, `back_s` (`back_after`, issue 3's
+    --churn`) and every change of the network under the conference
+    (`network_changes`: `--fail`, `--fall`), in time order: its time,
+    node (None for the network's) and event, `back_s` (`back_after`, issue 3's
     line, up to the next change), `settled_s` (the same against where the
     sessions settle), `silent_s`, session-seconds of silence: the 1-s
     bins of the first `BACK_WITHIN_S` seconds in which a session's lowest
     receiver (after a join, the newcomer too) got nothing, summed over
-    the sessions whose source was a member before and after the change,
+    the sessions whose source was a member before and after the change
+    (every session, for the network's),
     and `members_silent_s`, the part of them in which a receiver that was
     a member before the change got nothing (`members_silent`; None for a
     summary without each receiver's figures, from before the thirty-ninth
     session): a join's silence that is only the newcomer's wait is not
     the old members'."""
-    changes = membership_changes(summary)
+    changes = sorted(membership_changes(summary) + network_changes(summary),
+                     key=lambda m: m["t_s"])
     ends = [m["t_s"] for m in changes[1:]] + [summary["duration_s"]]
     out = []
     for m, until in zip(changes, ends):
@@ -258,7 +282,7 @@ def later_windows(summary):
 def score(summary):
     """The worst session of a run's summary, in its first report window,
     every session's start (`start_figures`), the later windows' worst
-    sessions (`later_windows`) and the membership changes
+    sessions (`later_windows`) and the membership and network changes
     (`changes_figures`), where the run has them."""
     rows = []
     starts = {}
@@ -274,9 +298,10 @@ def score(summary):
         rows.append((w["recv_kbps_min"] / opt, f["id"], w["recv_kbps_min"], opt, w["loss"] or 0.0,
                      w.get("dropped") or {c: 0 for c in DROP_CAUSES}))
         t0 = joined_at(summary, f["source"])
-        # Where members come and go, a session's optimum at its start can
-        # differ from its window's: a member that joins later adds
-        # uploads the others' trees can use.
+        # Where members come and go or the network changes, a session's
+        # optimum at its start can differ from its window's: a member that
+        # joins later adds uploads the others' trees can use, a link that
+        # fails before the window takes some away.
         at_start = coded_optimum(summary, f["source"], t0 + 0.5) if changes else opt
         starts[f["id"]] = start_figures(f, at_start, summary["duration_s"], t0)
         if w.get("video"):
@@ -408,16 +433,21 @@ def set_figures(results):
                              "at_line": sum(r["later"][i]["worst_fraction"] >= LINE
                                             for r in results)}
                             for i, (lo, hi) in enumerate(spans[0])]
-    # Only runs with membership changes (`random_underlay.py --churn`).
+    # Only runs with membership or network changes (`random_underlay.py
+    # --churn`, `--fail`, `--fall`).
     if all("changes" in r for r in results):
         figures["changes"] = {e: changes_row([c for r in results for c in r["changes"]
                                               if c["event"] == e])
-                              for e in ("join", "leave")}
+                              for e in CHANGE_EVENTS}
     return figures
 
 
+# A set's changes by event, and how its line names each kind.
+CHANGE_EVENTS = {"join": "joins", "leave": "leaves", "network": "network changes"}
+
+
 def changes_row(changes):
-    """A set's membership changes of one kind (`changes_figures`' dicts):
+    """A set's membership or network changes of one kind (`changes_figures`' dicts):
     how many, how many are back within `BACK_WITHIN_S`, the median and
     worst `back_s` and `settled_s` (None for never, which sorts last) and
     the mean silent seconds, all and, where every change has them (scores
@@ -474,9 +504,10 @@ def later_text(figures, line=False):
 
 
 def changes_text(figures):
-    """An underlay's membership changes (its score's `changes`) as `;
-    join P3 at 100 s: back in 9 s (settled 6 s), 2 silent s (members' 1)`,
-    or a set's (`set_figures`' `changes`) as `; joins: 80 of 90 back
+    """An underlay's membership and network changes (its score's
+    `changes`) as `; join P3 at 100 s: back in 9 s (settled 6 s), 2 silent
+    s (members' 1)` (`; network at 100 s: ...` for the network's), or a
+    set's (`set_figures`' `changes`) as `; joins: 80 of 90 back
     within 15 s, back median 9 s, worst 40 s, never 3; settled ...; silent
     0.20 s (members' 0.10)`; empty without changes."""
     changes = figures.get("changes")
@@ -487,7 +518,8 @@ def changes_text(figures):
         return "never" if x is None else f"{x:g} s"
 
     if isinstance(changes, list):
-        return "".join(f"; {c['event']} {c['node']} at {c['t_s']:g} s: back in {secs(c['back_s'])} "
+        return "".join(f"; {c['event']}{'' if c['node'] is None else ' ' + c['node']} "
+                       f"at {c['t_s']:g} s: back in {secs(c['back_s'])} "
                        f"(settled {secs(c['settled_s'])}), {c['silent_s']} silent s"
                        + members_text(c, 0)
                        for c in changes)
@@ -496,7 +528,8 @@ def changes_text(figures):
         return (f"{name} median {secs(x['median'])}, worst {secs(x['worst'])}"
                 + (f", never {x['never']}" if x["never"] else ""))
 
-    return "".join(f"; {e}s: {row['within']} of {row['count']} back within {BACK_WITHIN_S} s, "
+    return "".join(f"; {CHANGE_EVENTS[e]}: {row['within']} of {row['count']} back within "
+                   f"{BACK_WITHIN_S} s, "
                    f"{spread('back', row['back_s'])}, {spread('settled', row['settled_s'])}, "
                    f"silent {row['silent_s']:.2f} s" + members_text(row, 2)
                    for e, row in changes.items() if row["count"])

@@ -1460,6 +1460,31 @@ fn coded_at(s: &Value, source: &str, t: f64) -> Option<f64> {
         .and_then(|o| o["coded"][source].as_f64())
 }
 
+/// Seconds after `t0` until the slowest session present after it has ten
+/// 1-s bins in a row at 90% of its coded optimum (`settled`: of the lesser
+/// of that and its mean over the second half of [t0, until)), ending by
+/// `until`; None: never. `score_underlays.py`'s `back_s` and `settled_s`,
+/// computed here apart from it.
+fn changes_back_s(s: &Value, t0: f64, until: f64, settled: bool) -> Option<u64> {
+    let mut worst = 0;
+    for f in session_flows(s) {
+        let Some(opt) = coded_at(s, f["source"].as_str().unwrap(), t0 + 0.5) else {
+            continue;
+        };
+        let r = flow_recv_series(f);
+        let (start, end) = (t0 as usize, (until as usize).min(r.len()));
+        let half = &r[(start + end) / 2..end];
+        let mark = if settled {
+            opt.min(half.iter().sum::<f64>() / half.len() as f64)
+        } else {
+            opt
+        };
+        let t = first_run(&r[..end], start..=end - 10, 0.9 * mark, 0, 10)?;
+        worst = worst.max(t - start);
+    }
+    Some(worst as u64)
+}
+
 /// A file of `random_underlay.py --churn` or `--fail` against the plain
 /// file of the same seed: the same links and conference, 240 s, and the
 /// windows [130,170] and [200,240].
@@ -1485,6 +1510,9 @@ fn assert_changes_of(plain: &toml::Value, changed: &toml::Value, seed: u32) {
 /// back at 170 s, both ways (240 s, the windows [130,170] and [200,240]);
 /// a seed whose core is a tree has no such link and is skipped, which the
 /// generator says (seeds 1 and 2 are trees, 3-5 are not).
+/// `score_underlays.py` gives the failure and the mend the figures of a
+/// join or a leave (docs/celerity.md, "Routes that change under the
+/// overlay").
 #[test]
 fn underlays_with_a_failing_core_link() {
     let dir = tempfile::tempdir().unwrap();
@@ -1563,6 +1591,45 @@ fn underlays_with_a_failing_core_link() {
     assert_eq!(written, 3);
     let args = ["--fail", "--churn", "1", "2", "x"];
     python_refused("random_underlay.py", &args, d, "--churn, --fall and --fail");
+
+    // `score_underlays.py` gives the failure and the mend, changes of the
+    // network with no node, the figures it gives a join or a leave.
+    let file = d.join("fail/r3.toml").display().to_string();
+    let (out, scores) = score_files(d, &[], std::slice::from_ref(&file));
+    let run = meshcast_ok(&["run", &file, "--json", "--out", "o"], d);
+    let s: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let changes = scores[0]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    for (c, (t0, until)) in changes.iter().zip([(100.0, 170.0), (170.0, 240.0)]) {
+        assert_eq!(
+            (c["t_s"].as_f64(), &c["event"]),
+            (Some(t0), &serde_json::json!("network"))
+        );
+        assert!(c["node"].is_null(), "{c}");
+        assert_eq!(
+            c["back_s"].as_u64(),
+            changes_back_s(&s, t0, until, false),
+            "{c}"
+        );
+        assert_eq!(
+            c["settled_s"].as_u64(),
+            changes_back_s(&s, t0, until, true),
+            "{c}"
+        );
+        // Every session was present before and after.
+        let silent: usize = session_flows(&s)
+            .iter()
+            .map(|f| {
+                let bins = &flow_recv_series(f)[t0 as usize..t0 as usize + 15];
+                bins.iter().filter(|&&v| v == 0.0).count()
+            })
+            .sum();
+        assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("; network at 100 s: back in "), "{stdout}");
+    assert!(stdout.contains("; network changes: "), "{stdout}");
+    assert!(!stdout.contains("; joins: "), "{stdout}");
 }
 
 /// `random_underlay.py --churn` writes the same underlays with one member
@@ -1621,28 +1688,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
         let run = meshcast_ok(&["run", file, "--json", "--out", "o"], d);
         let s: Value = serde_json::from_slice(&run.stdout).unwrap();
         let sessions = session_flows(&s);
-        // Seconds after `t0` until the slowest present session has ten
-        // bins in a row at 90% of its mark, ending by `until` (None:
-        // never).
-        let back = |t0: f64, until: f64, settled: bool| -> Option<u64> {
-            let mut worst = 0;
-            for f in &sessions {
-                let Some(opt) = coded_at(&s, f["source"].as_str().unwrap(), t0 + 0.5) else {
-                    continue;
-                };
-                let r = flow_recv_series(f);
-                let (start, end) = (t0 as usize, (until as usize).min(r.len()));
-                let half = &r[(start + end) / 2..end];
-                let mark = if settled {
-                    opt.min(half.iter().sum::<f64>() / half.len() as f64)
-                } else {
-                    opt
-                };
-                let t = first_run(&r[..end], start..=end - 10, 0.9 * mark, 0, 10)?;
-                worst = worst.max(t - start);
-            }
-            Some(worst as u64)
-        };
+        let back = |t0, until, settled| changes_back_s(&s, t0, until, settled);
         let changes = score["changes"].as_array().unwrap();
         assert_eq!(changes.len(), 2, "{score}");
         for (c, (t0, until, event)) in changes
