@@ -179,6 +179,7 @@ pub(crate) struct RawConference {
     drain_release: Option<bool>,
     rebase: Option<bool>,
     path_changes: Option<bool>,
+    route_news: Option<bool>,
     overload_resume: Option<Spanned<f64>>,
     climb_fall: Option<Spanned<f64>>,
     fall_calm_s: Option<Spanned<f64>>,
@@ -564,6 +565,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.path_changes {
         params.path_changes = r;
+    }
+    if let Some(r) = raw.route_news {
+        params.route_news = r;
     }
     if let Some(v) = fraction(&raw.overload_resume, "conference.overload_resume")? {
         params.overload_resume = v;

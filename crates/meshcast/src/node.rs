@@ -791,6 +791,10 @@ pub struct PeerSummary {
     pub paths_longer: u64,
     /// See [`PeerSummary::paths_longer`].
     pub paths_shorter: u64,
+    /// Times another member told this node of a route change it had read
+    /// under one of its links (docs/celerity.md, "News of a route
+    /// change").
+    pub route_news: u64,
     /// Times a link into this node found an overload drained, where its
     /// sessions resumed at what the link delivered of them meanwhile
     /// (docs/celerity.md, "Resuming at an overload's delivery").
@@ -868,6 +872,7 @@ impl PeerSummary {
             rebases: c.rebases,
             paths_longer: c.paths_longer,
             paths_shorter: c.paths_shorter,
+            route_news: c.route_news,
             drained_overloads: c.drained_overloads,
             climb_falls: c.climb_falls,
             app_lag_ms: peer

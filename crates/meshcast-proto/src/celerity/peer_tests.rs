@@ -4925,6 +4925,64 @@ fn a_route_that_changes_under_a_link_moves_its_bases() {
     assert!(kept(run(&off, 2, 20, 0), 0.020));
 }
 
+/// News of a route change (`CelerityParams::route_news`). Peer 0 of four,
+/// running, hears members 1 and 2 directly, not 3. A route change read on
+/// its link from 1 goes to 1 and 2 as news (with the change's window
+/// here); a peer that gets the news opens the change's window. News
+/// within a window already open opens none; the rule turned off and the
+/// baselines' trees neither send nor open.
+#[test]
+fn news_of_a_route_change_goes_to_the_members_heard_and_opens_their_windows() {
+    let t0 = Time::from_secs(100);
+    let peer = |model: Model, on: bool| {
+        let mut c = cfg(4, 0);
+        c.model = model;
+        c.params.route_news = on;
+        let mut p = CelerityPeer::new(c).unwrap();
+        p.start(Time::ZERO);
+        p.present = vec![true; 4];
+        p.direct = vec![Some(t0), Some(t0), Some(t0), None];
+        p
+    };
+    let news = |p: &CelerityPeer, v: usize| {
+        wire::parse_control(&p.outgoing[v].pending)
+            .unwrap()
+            .contains(&Control::RouteChanged)
+    };
+    let window = cfg(4, 0).params.change_quick_start;
+    // Read here: told to the members heard.
+    let read = |model: Model, on: bool| {
+        let mut p = peer(model, on);
+        p.incoming[1].path_shorter = true;
+        p.control_tick(t0);
+        assert_eq!(p.counters().paths_shorter, 1);
+        assert!(p.quick_until > t0, "the tail's own window");
+        (1..4).map(|v| news(&p, v)).collect::<Vec<_>>()
+    };
+    assert_eq!(read(Model::Deep, true), [true, true, false]);
+    assert_eq!(read(Model::TwoHop, true), [true, true, false]);
+    assert_eq!(read(Model::Deep, false), [false; 3]);
+    assert_eq!(read(Model::Star, true), [false; 3]);
+    assert_eq!(read(Model::Mutualcast, true), [false; 3]);
+    // Heard from member 2.
+    let heard = |model: Model, on: bool, open: bool| {
+        let mut p = peer(model, on);
+        if open {
+            p.quick_until = t0 + Duration::from_secs(5);
+        }
+        let before = p.quick_until;
+        p.on_control(2, t0, Control::RouteChanged);
+        assert_eq!(p.counters().route_news, 1);
+        p.quick_until.saturating_since(before.max(t0))
+    };
+    assert_eq!(heard(Model::Deep, true, false), window);
+    assert_eq!(heard(Model::TwoHop, true, false), window);
+    assert_eq!(heard(Model::Deep, true, true), Duration::ZERO);
+    assert_eq!(heard(Model::Deep, false, false), Duration::ZERO);
+    assert_eq!(heard(Model::Star, true, false), Duration::ZERO);
+    assert_eq!(heard(Model::Mutualcast, true, false), Duration::ZERO);
+}
+
 /// A control packet and a data packet each 3 ms or more under their base,
 /// on a link measured for 5 s, came over a shorter route: the change's
 /// window opens (`CelerityParams::path_changes`). Link 1 → 0 carries a

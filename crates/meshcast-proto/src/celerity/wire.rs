@@ -175,6 +175,13 @@ pub enum Control {
     },
     /// "I am leaving."
     Bye,
+    /// "A route under one of my links just changed": the sender read a
+    /// route that changed under the overlay (see
+    /// `CelerityParams::path_changes`), and tells every member it hears
+    /// directly, so that they find the split again too (see
+    /// `CelerityParams::route_news`). No body; a body a later version adds
+    /// is ignored.
+    RouteChanged,
     /// The members whose packets the sender receives directly (bit `i` =
     /// member `i`'s overlay link to the sender is alive). Neighbours use it
     /// to pick a relay for control that cannot go direct.
@@ -357,6 +364,7 @@ const TLV_SERIALS: u8 = 10;
 const TLV_KEYFRAME: u8 = 11;
 const TLV_RECEPTION: u8 = 12;
 const TLV_RETRANSMIT: u8 = 13;
+const TLV_ROUTE: u8 = 14;
 
 /// The most bytes a [`Control::ReceptionReport`] carries: a message body
 /// holds 255, one of which names the session (an RTCP receiver report with
@@ -679,6 +687,7 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
                 running: body.first().is_some_and(|b| b & 1 != 0),
             }),
             TLV_BYE => out.push(Control::Bye),
+            TLV_ROUTE => out.push(Control::RouteChanged),
             TLV_REACH => {
                 if len != 2 {
                     return Err(CelerityWireError::Invalid("reach length"));
@@ -800,6 +809,7 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
         Control::Hello { running: false } => out.extend_from_slice(&[TLV_HELLO, 0]),
         Control::Hello { running: true } => out.extend_from_slice(&[TLV_HELLO, 1, 1]),
         Control::Bye => out.extend_from_slice(&[TLV_BYE, 0]),
+        Control::RouteChanged => out.extend_from_slice(&[TLV_ROUTE, 0]),
         Control::Reach { hears } => {
             out.extend_from_slice(&[TLV_REACH, 2]);
             out.extend_from_slice(&hears.to_be_bytes());
@@ -866,7 +876,7 @@ fn emit_carried(out: &mut Vec<u8>, tlv: u8, session: u8, rtcp: &[u8]) {
 
 fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
     match tlv.first().copied()? {
-        TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS => Some((tlv[0], 0)),
+        TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS | TLV_ROUTE => Some((tlv[0], 0)),
         TLV_STATE | TLV_SESSION | TLV_KEYFRAME => tlv.get(2).map(|&s| (tlv[0], s)),
         _ => None,
     }
@@ -1236,6 +1246,25 @@ mod tests {
         );
     }
 
+    /// News of a route change is two bytes with no body, and one with a
+    /// body (from a later version) says the same; a newer one waiting to be
+    /// sent replaces the older.
+    #[test]
+    fn route_news_is_a_bare_message() {
+        let mut out = Vec::new();
+        emit_control(&Control::RouteChanged, &mut out);
+        assert_eq!(out, [TLV_ROUTE, 0]);
+        assert_eq!(
+            parse_control(&[TLV_ROUTE, 2, 7, 7, TLV_BYE, 0]).unwrap(),
+            vec![Control::RouteChanged, Control::Bye]
+        );
+        let mut pending = Vec::new();
+        queue_superseding(&Control::RouteChanged, &mut pending, true);
+        queue_superseding(&Control::Bye, &mut pending, true);
+        queue_superseding(&Control::RouteChanged, &mut pending, true);
+        assert_eq!(pending, [TLV_BYE, 0, TLV_ROUTE, 0]);
+    }
+
     /// A four-member conference's header: one-byte masks, 24 bytes after
     /// IP/UDP for a leaf (with the common and link headers), 2 more per
     /// tree entry and 1 for the control length when control rides along.
@@ -1557,6 +1586,7 @@ mod tests {
                 recv_side: 4,
             },
             Control::Bye,
+            Control::RouteChanged,
             Control::Reach { hears: 0b1011 },
             Control::LinkLoss { loss: 3277 },
             Control::Serialisation { per_byte: 1333 },
