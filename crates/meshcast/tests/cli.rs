@@ -1485,6 +1485,14 @@ fn changes_back_s(s: &Value, t0: f64, until: f64, settled: bool) -> Option<u64> 
     Some(worst as u64)
 }
 
+/// The 1-s bins of the first fifteen seconds after `t0` in which session
+/// flow `f`'s lowest receiver got nothing (`score_underlays.py`'s
+/// `silent_s`, computed here apart from it).
+fn silent_after(f: &Value, t0: f64) -> usize {
+    let bins = &flow_recv_series(f)[t0 as usize..t0 as usize + 15];
+    bins.iter().filter(|&&v| v == 0.0).count()
+}
+
 /// A file of `random_underlay.py --churn` or `--fail` against the plain
 /// file of the same seed: the same links and conference, 240 s, and the
 /// windows [130,170] and [200,240].
@@ -1617,13 +1625,7 @@ fn underlays_with_a_failing_core_link() {
             "{c}"
         );
         // Every session was present before and after.
-        let silent: usize = session_flows(&s)
-            .iter()
-            .map(|f| {
-                let bins = &flow_recv_series(f)[t0 as usize..t0 as usize + 15];
-                bins.iter().filter(|&&v| v == 0.0).count()
-            })
-            .sum();
+        let silent: usize = session_flows(&s).iter().map(|f| silent_after(f, t0)).sum();
         assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -1707,15 +1709,7 @@ fn underlays_with_churn_score_joins_and_leaves() {
                     coded_at(&s, src, t0 - 0.5).is_some() && coded_at(&s, src, t0 + 0.5).is_some()
                 })
                 .collect();
-            let silent: usize = kept
-                .iter()
-                .map(|f| {
-                    flow_recv_series(f)[t0 as usize..t0 as usize + 15]
-                        .iter()
-                        .filter(|&&v| v == 0.0)
-                        .count()
-                })
-                .sum();
+            let silent: usize = kept.iter().map(|f| silent_after(f, t0)).sum();
             assert_eq!(c["silent_s"].as_u64(), Some(silent as u64), "{c}");
             // Of those, the seconds in which a receiver that was a member
             // before the change got nothing.

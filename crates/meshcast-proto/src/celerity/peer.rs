@@ -2638,7 +2638,7 @@ struct Incoming {
     path_longer: bool,
     path_shorter: bool,
     /// When a control and a data packet last read at least `PATH_FALL`
-    /// under their base.
+    /// under their class's floor.
     fell_at: [Option<Time>; 2],
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
     /// its rate, kbit/s; the peak it fell from (0: none); the intervals
@@ -3931,8 +3931,7 @@ impl CelerityPeer {
     /// links that have just landed.
     fn lost_a_link_elsewhere(&self, u: usize, lost: u16, now: Time) -> bool {
         self.cfg.params.reach_news
-            && self.celerity_trees()
-            && now >= self.quick_until
+            && self.open_to_news(now)
             && (0..self.n).any(|v| {
                 v != self.me
                     && v != u
@@ -3940,6 +3939,23 @@ impl CelerityPeer {
                     && self.present[v]
                     && self.link_up(v, now)
             })
+    }
+
+    /// Whether news of a change elsewhere (a neighbour's lost link,
+    /// [`CelerityParams::reach_news`]; a route another member read,
+    /// [`CelerityParams::route_news`]) opens a window here: on Celerity's
+    /// own trees, where no quick-start window is open already.
+    fn open_to_news(&self, now: Time) -> bool {
+        self.celerity_trees() && now >= self.quick_until
+    }
+
+    /// Queue `c` for every member in `hears` (the members this peer hears
+    /// directly, [`CelerityPeer::hears`]), each to wait up to `wait` for a
+    /// data packet to ride on.
+    fn queue_to_heard(&mut self, now: Time, hears: u16, c: &Control, wait: Duration) {
+        for v in (0..self.n).filter(|&v| hears & (1 << v) != 0) {
+            self.queue_direct(v, now, c, wait);
+        }
     }
 
     /// A neighbour that can carry control to `v` (it hears `v` directly,
@@ -4897,10 +4913,8 @@ impl CelerityPeer {
             self.change_window(now);
             if self.cfg.params.route_news && self.celerity_trees() {
                 let hears = self.hears(now);
-                for v in (0..self.n).filter(|&v| hears & (1 << v) != 0) {
-                    let c = Control::RouteChanged;
-                    self.queue_direct(v, now, &c, Duration::from_millis(200));
-                }
+                let wait = Duration::from_millis(200);
+                self.queue_to_heard(now, hears, &Control::RouteChanged, wait);
             }
         }
         let mut links_changed = false;
@@ -6221,14 +6235,8 @@ impl CelerityPeer {
         let (sent, at) = self.sent_reach;
         if hears != sent || heartbeat_due(at, now, REACH_HEARTBEAT) {
             self.sent_reach = (hears, Some(now));
-            for v in (0..self.n).filter(|&v| hears & (1 << v) != 0) {
-                self.queue_direct(
-                    v,
-                    now,
-                    &Control::Reach { hears },
-                    Duration::from_millis(200),
-                );
-            }
+            let wait = Duration::from_millis(200);
+            self.queue_to_heard(now, hears, &Control::Reach { hears }, wait);
         }
         self.set(Timer::Liveness, Some(now + Duration::from_secs(1)));
     }
@@ -6492,8 +6500,7 @@ impl CelerityPeer {
             }
             Control::RouteChanged => {
                 self.counters.route_news += 1;
-                let p = &self.cfg.params;
-                if p.route_news && self.celerity_trees() && now >= self.quick_until {
+                if self.cfg.params.route_news && self.open_to_news(now) {
                     self.change_window(now);
                 }
             }
