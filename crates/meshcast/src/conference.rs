@@ -180,6 +180,7 @@ pub(crate) struct RawConference {
     rebase: Option<bool>,
     path_changes: Option<bool>,
     route_news: Option<bool>,
+    ask_alone: Option<bool>,
     overload_resume: Option<Spanned<f64>>,
     climb_fall: Option<Spanned<f64>>,
     fall_calm_s: Option<Spanned<f64>>,
@@ -568,6 +569,9 @@ pub(crate) fn check(
     }
     if let Some(r) = raw.route_news {
         params.route_news = r;
+    }
+    if let Some(r) = raw.ask_alone {
+        params.ask_alone = r;
     }
     if let Some(v) = fraction(&raw.overload_resume, "conference.overload_resume")? {
         params.overload_resume = v;

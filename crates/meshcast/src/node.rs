@@ -795,6 +795,13 @@ pub struct PeerSummary {
     /// under one of its links (docs/celerity.md, "News of a route
     /// change").
     pub route_news: u64,
+    /// Times this node asked a head for a control packet alone, having
+    /// read a data packet faster than any before on its link
+    /// (`conference.ask_alone`; docs/celerity.md, "Asking for a control
+    /// packet alone").
+    pub alone_asked: u64,
+    /// Control packets this node sent alone because a tail asked.
+    pub alone_sent: u64,
     /// Times a link into this node found an overload drained, where its
     /// sessions resumed at what the link delivered of them meanwhile
     /// (docs/celerity.md, "Resuming at an overload's delivery").
@@ -873,6 +880,8 @@ impl PeerSummary {
             paths_longer: c.paths_longer,
             paths_shorter: c.paths_shorter,
             route_news: c.route_news,
+            alone_asked: c.alone_asked,
+            alone_sent: c.alone_sent,
             drained_overloads: c.drained_overloads,
             climb_falls: c.climb_falls,
             app_lag_ms: peer

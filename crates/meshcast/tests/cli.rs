@@ -3715,13 +3715,14 @@ fn celerity_a_late_charge_left_on_a_relay_link_fades() {
 /// seed 3) the core link R2-R3 fails at 100 s and the routers route
 /// around it over R1, 17 ms longer; no overlay link goes down. With the
 /// rule every session gets 0.8 of its coded optimum or more over [130,170]
-/// and over [200,240], after the link came back (0.802 and 0.869 at the
+/// and over [200,240], after the link came back (0.802 and 0.872 at the
 /// worst, measured, with the news of a route change,
-/// `conference.route_news`; 0.886 and 0.899 without it); without the rule
+/// `conference.route_news`, and control packets alone on asking,
+/// `conference.ask_alone`; 0.886 and 0.899 with neither); without the rule
 /// the worst session gets under 0.6 in both (0.470 and 0.565): the longer
 /// route's 17 ms read as a queue on every packet that crossed it, and
 /// after the mend the sessions kept the split made for the failure. A
-/// non-boolean value of either key is refused.
+/// non-boolean value of any of the three keys is refused.
 #[test]
 fn celerity_a_route_that_changes_under_the_overlay_is_learnt() {
     let dir = tempfile::tempdir().unwrap();
@@ -3738,7 +3739,11 @@ fn celerity_a_route_that_changes_under_the_overlay_is_learnt() {
         let (worst, _) = worst_of(&off, &members, from, of_optimum);
         assert!(worst < 0.6, "from {from} s without the rule: worst {worst}");
     }
-    for key in ["conference.path_changes", "conference.route_news"] {
+    for key in [
+        "conference.path_changes",
+        "conference.route_news",
+        "conference.ask_alone",
+    ] {
         expect_bad_values(file, key, &["1", "\"yes\""], "invalid type");
     }
 }

@@ -39,6 +39,13 @@ pub(super) struct BaseDelay {
     /// base it never rises as old minutes leave the window, so a packet
     /// under it came faster than any before (see [`PathWatch`]).
     floor: f64,
+    /// The floor before a longer route raised it ([`BaseDelay::raise_route`];
+    /// infinite when none has since [`BaseDelay::forget_route`]): a raise
+    /// reads the route's rise behind whatever queue stood through its
+    /// watch, so a packet under the raised floor may be the route's true
+    /// delay, not a shorter route; only one back at the floor of before is
+    /// (see [`BaseDelay::fell`]).
+    route_floor: f64,
     head: usize,
     since: Option<Time>,
 }
@@ -49,6 +56,7 @@ impl Default for BaseDelay {
             mins: [f64::INFINITY; HISTORY],
             min: f64::INFINITY,
             floor: f64::INFINITY,
+            route_floor: f64::INFINITY,
             head: 0,
             since: None,
         }
@@ -95,6 +103,33 @@ impl BaseDelay {
         }
         self.min += by;
         self.floor += by;
+        self.route_floor += by;
+    }
+
+    /// Raise the minima by `by` seconds for a route that became longer
+    /// (see [`PathWatch`]), remembering the floor from before the first
+    /// such raise since the last [`BaseDelay::forget_route`].
+    pub(super) fn raise_route(&mut self, by: f64) {
+        let before = if self.route_floor.is_finite() {
+            self.route_floor
+        } else {
+            self.floor
+        };
+        self.raise(by);
+        self.route_floor = before;
+    }
+
+    /// The route is back (a shorter one was read): the floor is the
+    /// route's again.
+    pub(super) fn forget_route(&mut self) {
+        self.route_floor = f64::INFINITY;
+    }
+
+    /// Whether `owd` is at least `margin` seconds under the floor and,
+    /// where a longer route raised it, under the floor of before that plus
+    /// `margin`: faster than any packet of its route.
+    pub(super) fn fell(&self, owd: f64, margin: f64) -> bool {
+        self.floor.is_finite() && owd < self.floor - margin && owd < self.route_floor + margin
     }
 
     /// Record a delay of `owd` seconds and return how far it is above the
@@ -206,6 +241,12 @@ pub(super) const PATH_STEP: f64 = 0.005;
 pub(super) const PATH_FALL: f64 = 0.003;
 /// See [`PATH_FALL`].
 pub(super) const PATH_FALL_BOTH: Duration = Duration::from_secs(5);
+/// How long a fall of one class waits for the other class's first packet
+/// since, where none has come (see [`PATH_FALL`]): a link whose rates a
+/// failure cut to nothing carries no data for seconds after the mend (on
+/// the held-out `r2505`, six), while its control packets came at once,
+/// and the one fall of each class lowers its floor for good.
+pub(super) const PATH_FALL_WAIT: Duration = Duration::from_secs(30);
 /// How long a link must have been measured (since its first control
 /// packet) before [`PATH_STEP`] and [`PATH_FALL`] are read on it: the
 /// first seconds' control packets of every size set the control base
@@ -338,6 +379,32 @@ mod tests {
         assert!((b.floor().unwrap() - 1.02).abs() < 1e-12);
         b.sample(at(601), 0.9);
         assert_eq!((b.base(), b.floor()), (Some(0.9), Some(0.9)));
+    }
+
+    /// After a longer route raised the floor by more than the route's
+    /// rise (a queue stood through the watch), a packet under the raised
+    /// floor but still over the floor of before is the route's own delay,
+    /// not a shorter route; one back at the floor of before is, and so is
+    /// every fall once the route is forgotten.
+    #[test]
+    fn a_fall_after_a_longer_route_is_read_against_the_floor_of_before() {
+        let mut b = BaseDelay::default();
+        b.sample(at(0), 1.0);
+        assert!(b.fell(0.996, 0.003));
+        assert!(!b.fell(0.998, 0.003));
+        // Route 17 ms longer, read as 38 ms (21 ms of queue).
+        b.raise_route(0.038);
+        b.raise_route(0.002);
+        assert!((b.floor().unwrap() - 1.040).abs() < 1e-12);
+        assert!(!b.fell(1.017, 0.003), "the route's own delay");
+        b.sample(at(1), 1.017);
+        assert!(b.fell(1.001, 0.003), "back at the old floor");
+        assert!(!b.fell(1.004, 0.003));
+        // A packet size change shifts both floors alike.
+        b.raise(0.001);
+        assert!(b.fell(1.002, 0.003));
+        b.forget_route();
+        assert!(b.fell(1.010, 0.003));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::app_lag::RateHistory;
 use super::base_delay::{
-    BaseDelay, PATH_FALL, PATH_FALL_BOTH, PATH_MATURE, PATH_STEP, PathWatch, Rebase,
+    BaseDelay, PATH_FALL, PATH_FALL_BOTH, PATH_FALL_WAIT, PATH_MATURE, PATH_STEP, PathWatch, Rebase,
 };
 use super::dispersion::Dispersion;
 use super::recovery::{self, LinkNow, RepairReceiver, RepairSender};
@@ -1056,11 +1056,19 @@ pub struct CelerityParams {
     ///   route is not taken for route past the step);
     /// - a control packet and a data packet each 3 ms or more under the
     ///   least delay their class ever had on the link, within 5 s of each
-    ///   other, came over a shorter route (no queue makes a packet faster
-    ///   than that; not the base, which rises as old minutes leave its
-    ///   window; either class alone can read under it for its size, a
-    ///   control message shorter than any before by its serialisation on
-    ///   a thin link).
+    ///   other (or the second class's first packet since the first fell,
+    ///   within 30 s: a link whose rates a failure cut carries no data for
+    ///   seconds after the mend), came over a shorter route (no queue makes
+    ///   a packet faster than that; not the base, which rises as old
+    ///   minutes leave its window; either class alone can read under it
+    ///   for its size, a control message shorter than any before by its
+    ///   serialisation on a thin link). Where a longer route raised that
+    ///   least, a packet must be back within 3 ms of the least before the
+    ///   raise: the raise may hold a queue that stood through the watch,
+    ///   and the queue draining read under the raised least
+    ///   (`random-route.toml`, 38 ms raised for a route 17 ms longer).
+    ///   A tail asks the head for the control half
+    ///   ([`ask_alone`](Self::ask_alone)).
     ///
     /// Either opens the change's quick-start window at that peer
     /// ([`change_quick_start`](Self::change_quick_start), 20 s), as a
@@ -1090,6 +1098,26 @@ pub struct CelerityParams {
     /// (a join's turbulence read as a route change must not prolong its
     /// window everywhere).
     pub route_news: bool,
+    /// Asking for a control packet alone: a tail that reads a data packet
+    /// from a head at least 3 ms under the least delay the link's data
+    /// packets ever had (half of the sign of a shorter route, see
+    /// [`path_changes`](Self::path_changes)) with no control packet to
+    /// match it asks the head for one ([`Control::AskAlone`]), and again
+    /// on a data packet a second or more later while the data packet's
+    /// fall is at most 5 s old and unmatched; a head asked sends one at
+    /// once ([`Control::Alone`], 2 bytes and the headers, at most once
+    /// every half second per link, whatever this says), and its one-way
+    /// delay is the other half of the sign.
+    /// `false` leaves the control half to the control packets that happen
+    /// to leave alone.
+    ///
+    /// A head whose data for the tail never pauses sends no control
+    /// alone: control rides on the data. Over real UDP, on
+    /// `random-route.toml` after the mend, P2's links to P3 and P4 carried
+    /// none for six seconds, and on the held-out failure `fail/r2505` no
+    /// tail read the mend at all (docs/celerity.md, "Asking for a control
+    /// packet alone").
+    pub ask_alone: bool,
     /// Resuming at an overload's delivery (0 turns it off): on a link
     /// that was overloaded (as for [`CelerityParams::drain_release`]), the
     /// tail counts what the link delivered of each session (IP bytes)
@@ -1819,6 +1847,7 @@ impl Default for CelerityParams {
             rebase: true,
             path_changes: true,
             route_news: true,
+            ask_alone: true,
             overload_resume: 0.9,
             climb_fall: 0.7,
             fall_calm: Duration::from_secs(5),
@@ -1931,6 +1960,12 @@ pub struct PeerCounters {
     /// News of a route change from another member
     /// ([`Control::RouteChanged`], [`CelerityParams::route_news`]).
     pub route_news: u64,
+    /// Times this peer asked a head for a control packet alone
+    /// ([`Control::AskAlone`], [`CelerityParams::ask_alone`]).
+    pub alone_asked: u64,
+    /// Control packets this peer sent alone because a tail asked
+    /// ([`Control::Alone`]).
+    pub alone_sent: u64,
     /// Times a link into this peer found an overload drained (see
     /// [`CelerityParams::drain_release`] and
     /// [`CelerityParams::overload_resume`]).
@@ -2237,6 +2272,13 @@ fn expires(c: &Control) -> bool {
         _ => false,
     }
 }
+
+/// How often a tail may ask a head for a control packet alone
+/// ([`CelerityParams::ask_alone`]).
+const ASK_ALONE_GAP: Duration = Duration::from_secs(1);
+/// How often a head answers a tail's asking for a control packet alone
+/// (whatever the tail asks: [`CelerityParams::ask_alone`]).
+const ALONE_GAP: Duration = Duration::from_millis(500);
 
 /// The most control bytes a data packet carries.
 const PIGGYBACK_BYTES: usize = 52;
@@ -2640,6 +2682,13 @@ struct Incoming {
     /// When a control and a data packet last read at least `PATH_FALL`
     /// under their class's floor.
     fell_at: [Option<Time>; 2],
+    /// When this tail last asked the head for a control packet alone, and
+    /// whether it is to ask now (see [`CelerityParams::ask_alone`]).
+    asked_alone_at: Option<Time>,
+    ask_alone_due: bool,
+    /// When the last control and data packet that the shorter route's
+    /// sign reads came (see [`Incoming::watch_fall`]).
+    seen_at: [Option<Time>; 2],
     /// Per session (see [`CelerityParams::rebound`]): the recent peak of
     /// its rate, kbit/s; the peak it fell from (0: none); the intervals
     /// since it fell.
@@ -2725,6 +2774,9 @@ struct Outgoing {
     /// ([`CelerityParams::lone_share`]): bytes (negative after a datagram
     /// larger than what was left) as of the last one, and when that was.
     lone: Option<(f64, Time)>,
+    /// When this head last sent a control packet alone because the tail
+    /// asked ([`Control::AskAlone`]).
+    alone_at: Option<Time>,
     /// The link's loss rate as the tail last reported it.
     loss: f64,
     /// The link's serialisation per byte as the tail last said
@@ -2749,27 +2801,59 @@ impl Incoming {
     /// a packet that learns its class's base, a data packet (`full`) or a
     /// control packet, of one-way delay `owd` (a data packet's normalised
     /// to the longest), before it is learnt: a packet of each class under
-    /// its class's floor within [`PATH_FALL_BOTH`] of each other, on a
-    /// link measured long enough, sets `path_shorter`; only where the
-    /// signs are read (`read`). The link is timed from its first control
-    /// packet whatever `read` says.
-    fn watch_fall(&mut self, now: Time, full: bool, owd: f64, read: bool) {
+    /// its class's floor within [`PATH_FALL_BOTH`] of each other (or the
+    /// second class's first packet since the first class fell, within
+    /// [`PATH_FALL_WAIT`]), on a link measured long enough, sets
+    /// `path_shorter`; only where the signs are read (`read`). Where a
+    /// longer route raised the floors,
+    /// a packet must be back at the floor of before
+    /// ([`BaseDelay::fell`]). The link is timed from its first control
+    /// packet whatever `read` says. While a data packet's half stands
+    /// alone, with `ask`, a data packet asks the head for a control packet
+    /// alone (`ask_alone_due`), at most once every [`ASK_ALONE_GAP`] (see
+    /// [`CelerityParams::ask_alone`]).
+    fn watch_fall(&mut self, now: Time, full: bool, owd: f64, read: bool, ask: bool) {
         let mature = self.measured_long(now);
-        match self.base[usize::from(full)].floor() {
-            Some(b) if read && mature && owd < b - PATH_FALL => {
-                self.fell_at[usize::from(full)] = Some(now);
-                let both = self
-                    .fell_at
-                    .iter()
-                    .all(|t| t.is_some_and(|t| now.saturating_since(t) <= PATH_FALL_BOTH));
-                if both {
-                    self.path_shorter = true;
-                    self.fell_at = [None; 2];
-                }
+        let class = usize::from(full);
+        // The last packet of this class before this one.
+        let before = self.seen_at[class].replace(now);
+        let base = &self.base[class];
+        if base.floor().is_none() {
+            if !full {
+                self.measured_since = Some(now);
             }
-            Some(_) => {}
-            None if !full => self.measured_since = Some(now),
-            None => {}
+            return;
+        }
+        if !(read && mature) {
+            return;
+        }
+        let recent = |t: Option<Time>| t.is_some_and(|t| now.saturating_since(t) <= PATH_FALL_BOTH);
+        // The other class fell within `PATH_FALL_BOTH`, or this is the
+        // first packet of this class since it did.
+        let other = self.fell_at[1 - class].filter(|&t| {
+            recent(Some(t))
+                || (now.saturating_since(t) <= PATH_FALL_WAIT && before.is_none_or(|b| b < t))
+        });
+        if base.fell(owd, PATH_FALL) {
+            self.fell_at[class] = Some(now);
+            if other.is_some() {
+                self.path_shorter = true;
+                self.fell_at = [None; 2];
+                for base in &mut self.base {
+                    base.forget_route();
+                }
+                return;
+            }
+        }
+        let ask = ask
+            && full
+            && recent(self.fell_at[1])
+            && self
+                .asked_alone_at
+                .is_none_or(|t| now.saturating_since(t) >= ASK_ALONE_GAP);
+        if ask {
+            self.asked_alone_at = Some(now);
+            self.ask_alone_due = true;
         }
     }
 
@@ -2795,7 +2879,10 @@ impl Incoming {
         };
         self.path_watch = None;
         if rise > 0.0 {
-            for base in self.base.iter_mut().chain(&mut self.age_base) {
+            for base in &mut self.base {
+                base.raise_route(rise);
+            }
+            for base in &mut self.age_base {
                 base.raise(rise);
             }
             // The drained overload's watch measured the old route.
@@ -3367,6 +3454,9 @@ impl CelerityPeer {
             path_longer: false,
             path_shorter: false,
             fell_at: [None; 2],
+            asked_alone_at: None,
+            ask_alone_due: false,
+            seen_at: [None; 2],
             rebase: None,
             peak: [0.0; MAX_PARTICIPANTS],
             fell_from: [0.0; MAX_PARTICIPANTS],
@@ -3405,6 +3495,7 @@ impl CelerityPeer {
             pending_deadline: None,
             held_requests: Vec::new(),
             lone: None,
+            alone_at: None,
             loss: 0.0,
             per_byte: None,
             serials_told: [None; MAX_PARTICIPANTS],
@@ -4117,20 +4208,46 @@ impl CelerityPeer {
                 ctl.extend_from_slice(&message);
             }
             o.pending_deadline = None;
-            let bytes = wire::emit_control_packet(link, &ctl);
-            self.spend_lone(v, now, bytes.len());
-            self.events.push_back(Event::BytesSent {
-                media: 0,
-                header: 0,
-                control: bytes.len() as u32,
-                repair: 0,
-            });
-            self.tx.push_back(Transmit {
-                to: self.cfg.participants[v],
-                payload: bytes,
-            });
+            self.send_alone(v, now, link, &ctl);
         }
         self.arm_flush();
+    }
+
+    /// Send the control messages `ctl` (TLV bytes) to `v` as a control
+    /// packet alone, with `link` as its link header; it spends the budget
+    /// for control sent alone.
+    fn send_alone(&mut self, v: usize, now: Time, link: LinkHeader, ctl: &[u8]) {
+        let bytes = wire::emit_control_packet(link, ctl);
+        self.spend_lone(v, now, bytes.len());
+        self.events.push_back(Event::BytesSent {
+            media: 0,
+            header: 0,
+            control: bytes.len() as u32,
+            repair: 0,
+        });
+        self.tx.push_back(Transmit {
+            to: self.cfg.participants[v],
+            payload: bytes,
+        });
+    }
+
+    /// A tail `v` asked for a control packet alone ([`Control::AskAlone`],
+    /// [`CelerityParams::ask_alone`]): send one at once, holding nothing
+    /// else, on a live link, at most once every [`ALONE_GAP`].
+    fn answer_alone(&mut self, v: usize, now: Time) {
+        let o = &self.outgoing[v];
+        let recent = o
+            .alone_at
+            .is_some_and(|t| now.saturating_since(t) < ALONE_GAP);
+        if recent || !self.present[v] || !self.link_up(v, now) {
+            return;
+        }
+        self.outgoing[v].alone_at = Some(now);
+        self.counters.alone_sent += 1;
+        let link = self.link_header(v, now);
+        let mut ctl = Vec::new();
+        wire::emit_control(&Control::Alone, &mut ctl);
+        self.send_alone(v, now, link, &ctl);
     }
 
     /// Rule (10) for every session on the live link `u → me`, from what
@@ -6305,6 +6422,7 @@ impl CelerityPeer {
         // timed from their first control packet all the same.
         let path_changes = self.cfg.params.path_changes;
         let read_paths = path_changes && self.running(now);
+        let ask_alone = self.cfg.params.ask_alone;
         // Packet pairs are kept only where the floor reads them (see
         // `CelerityParams::floor_dispersion`).
         let pairs = self.cfg.params.floor_dispersion;
@@ -6372,7 +6490,7 @@ impl CelerityPeer {
             }
         }
         if path_changes && learn {
-            inc.watch_fall(now, full, owd, read_paths);
+            inc.watch_fall(now, full, owd, read_paths, ask_alone);
         }
         let base = &mut inc.base[usize::from(full)];
         // The base is learnt from the packets' real timing; only the
@@ -6422,6 +6540,10 @@ impl CelerityPeer {
             }
         }
         self.counters.rebases += u64::from(rebased);
+        if std::mem::take(&mut self.incoming[u].ask_alone_due) {
+            self.counters.alone_asked += 1;
+            self.queue_direct(u, now, &Control::AskAlone, Duration::ZERO);
+        }
         q
     }
 
@@ -6498,6 +6620,9 @@ impl CelerityPeer {
                 self.bye_at[u] = Some(now);
                 self.left(u, now);
             }
+            Control::AskAlone => self.answer_alone(u, now),
+            // Measured as every control packet is; nothing else to do.
+            Control::Alone => {}
             Control::RouteChanged => {
                 self.counters.route_news += 1;
                 if self.cfg.params.route_news && self.open_to_news(now) {

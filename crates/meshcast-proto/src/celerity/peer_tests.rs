@@ -1269,6 +1269,42 @@ fn arrive(peer: &mut CelerityPeer, seq: u16, at_ms: u64, data: bool, owd_ms: u64
     peer.measure(1, now, link, data.then_some(1000), 0.0, Sample::Plain)
 }
 
+/// Link 1 → 0 of a [`crossing_peer`] started at 0, its packets numbered in
+/// the order they come (see [`arrive`]).
+struct Link1 {
+    peer: CelerityPeer,
+    seq: u16,
+}
+
+impl Link1 {
+    /// The link measured from 100 s until `end_ms`: a control packet in 40
+    /// ms and a data packet of 1000 bytes in 60 ms every 200 ms.
+    fn measured(c: &CelerityConfig, end_ms: u64) -> Self {
+        let mut peer = crossing_peer(c);
+        peer.start(Time::ZERO);
+        let mut link = Link1 { peer, seq: 0 };
+        for at in (100_000..end_ms).step_by(200) {
+            link.packet(at, false, 40);
+            link.packet(at + 100, true, 60);
+        }
+        link
+    }
+
+    /// The next packet, a data packet or a control packet.
+    fn packet(&mut self, at_ms: u64, data: bool, owd_ms: u64) -> f64 {
+        let seq = self.seq;
+        self.seq = seq.wrapping_add(1);
+        arrive(&mut self.peer, seq, at_ms, data, owd_ms)
+    }
+
+    /// The peer's control interval at `at_ms`, every link up.
+    fn tick(&mut self, at_ms: u64) {
+        let now = Time::from_millis(at_ms);
+        self.peer.direct = vec![Some(now); 3];
+        self.peer.control_tick(now);
+    }
+}
+
 /// Re-learning the data base after an overload (`CelerityParams::rebase`).
 /// Link 1 → 0 carries control packets in 10 ms and data packets of 1000
 /// bytes in 30 ms (20 ms of serialisation); at 10 s its capacity falls,
@@ -4925,6 +4961,169 @@ fn a_route_that_changes_under_a_link_moves_its_bases() {
     assert!(kept(run(&off, 2, 20, 0), 0.020));
 }
 
+/// Asking for a control packet alone (`CelerityParams::ask_alone`). Link
+/// 1 → 0 carries a control packet in 40 ms and a data packet of 1000 bytes
+/// in 60 ms every 200 ms for 6 s (from 100 s); then data packets come 5
+/// ms faster (`fall_ms`) every 200 ms. The tail asks the head for a
+/// control packet alone at once, again a second later while none has come
+/// under its floor, and never where the data packets fell by the delays'
+/// jitter (2 ms), with the rule off, or once a control packet as fast
+/// came (the route read shorter). The counted asks, whether one waits to
+/// be sent, and whether the route was read shorter.
+#[test]
+fn a_data_packet_faster_than_any_before_asks_for_a_control_packet_alone() {
+    let run = |c: &CelerityConfig, fall_ms: u64, answer: bool| {
+        let mut link = Link1::measured(c, 106_000);
+        let mut asks = Vec::new();
+        for (i, at) in (106_000..107_600).step_by(200).enumerate() {
+            link.packet(at, true, 60 - fall_ms);
+            if answer && i == 1 {
+                link.packet(at + 50, false, 40 - fall_ms);
+            }
+            asks.push(link.peer.counters().alone_asked);
+        }
+        let waiting = wire::parse_control(&link.peer.outgoing[1].pending)
+            .unwrap()
+            .contains(&Control::AskAlone);
+        link.tick(107_600);
+        (asks, waiting, link.peer.counters().paths_shorter == 1)
+    };
+    let c = queue_priced_cfg();
+    assert!(c.params.ask_alone);
+    // At 106.0 s and 107.0 s (and not between), until the route is read.
+    assert_eq!(
+        run(&c, 5, false),
+        (vec![1, 1, 1, 1, 1, 2, 2, 2], true, false)
+    );
+    assert_eq!(run(&c, 5, true), (vec![1; 8], true, true));
+    assert_eq!(run(&c, 2, false), (vec![0; 8], false, false));
+    let mut off = c.clone();
+    off.params.ask_alone = false;
+    assert_eq!(run(&off, 5, false), (vec![0; 8], false, false));
+    assert_eq!(run(&off, 5, true), (vec![0; 8], false, true));
+}
+
+/// A fall of one class waits for the other class's first packet since
+/// (`CelerityParams::path_changes`): link 1 → 0 carries a control packet
+/// in 40 ms and a data packet of 1000 bytes in 60 ms every 200 ms for 6 s
+/// (from 100 s); then control packets come 5 ms faster every 200 ms, and
+/// the next data packet, 5 ms faster too, `gap_s` seconds later (with
+/// `between`, a data packet as slow as before 1 s after the control fell).
+/// Past 5 s the data packet is still the shorter route's where it is the
+/// first since (up to 30 s), not where one came between.
+#[test]
+fn a_fall_waits_for_the_other_classs_first_packet() {
+    let run = |gap_s: u64, between: bool| {
+        let mut link = Link1::measured(&queue_priced_cfg(), 106_000);
+        let data_at = 106_000 + 1000 * gap_s;
+        for at in (106_000..data_at).step_by(200) {
+            link.packet(at, false, 35);
+            if between && at == 107_000 {
+                link.packet(at + 100, true, 60);
+            }
+        }
+        link.packet(data_at + 100, true, 55);
+        link.tick(data_at + 100);
+        link.peer.counters().paths_shorter
+    };
+    assert_eq!(run(4, false), 1);
+    assert_eq!(run(4, true), 1);
+    assert_eq!(run(8, false), 1);
+    assert_eq!(run(8, true), 0);
+    assert_eq!(run(29, false), 1);
+    assert_eq!(run(31, false), 0);
+}
+
+/// A route read longer behind a queue (`CelerityParams::path_changes`).
+/// Link 1 → 0 carries a control packet in 40 ms and a data packet of 1000
+/// bytes in 60 ms every 200 ms for 6 s (from 100 s); then, after two lost
+/// packets, a route 20 ms longer whose 10 ms of queue stands through the
+/// watch (5 s): the bases rise by 30 ms. When that queue drains, packets
+/// 10 ms under the raised floors are the longer route's own delay, not a
+/// shorter route: nothing is read and no control packet alone is asked
+/// for. When the route comes back, packets at the old floors are read as
+/// a shorter route. The routes read shorter after the drain and after the
+/// mend, and the asks after the drain.
+#[test]
+fn a_route_read_longer_behind_a_queue_is_not_read_shorter_as_it_drains() {
+    let mut link = Link1::measured(&queue_priced_cfg(), 106_000);
+    let shorter_by = |link: &mut Link1, ms: u64| {
+        link.tick(ms);
+        link.peer.counters().paths_shorter
+    };
+    // Two lost just before the route's first packet.
+    link.seq += 2;
+    for (from, to, control, data) in [
+        (106_000, 112_000, 70, 90),
+        (112_000, 115_000, 60, 80),
+        (115_000, 117_000, 40, 60),
+    ] {
+        for at in (from..to).step_by(200) {
+            link.packet(at, false, control);
+            link.packet(at + 100, true, data);
+        }
+        let shorter = shorter_by(&mut link, to);
+        let counters = link.peer.counters();
+        let base = link.peer.incoming[1].base[0].base().unwrap();
+        match to {
+            // The route read longer, the bases raised 30 ms.
+            112_000 => assert_eq!((shorter, counters.paths_longer), (0, 1)),
+            // The queue drained: the base learnt the route, 10 ms lower,
+            // and nothing was read or asked for.
+            115_000 => {
+                assert!((base - 0.060).abs() < 1e-9, "{base}");
+                assert_eq!((shorter, counters.alone_asked), (0, 0));
+            }
+            _ => assert_eq!(shorter, 1),
+        }
+    }
+}
+
+/// A head asked for a control packet alone (`Control::AskAlone`) sends
+/// one at once, holding only `Control::Alone`, whatever else waits for the
+/// tail; at most once every half second per link, and not over a link
+/// that is down.
+#[test]
+fn a_head_asked_sends_a_control_packet_alone_at_once() {
+    let t0 = Time::from_secs(100);
+    let mut p = CelerityPeer::new(cfg(3, 0)).unwrap();
+    p.start(Time::ZERO);
+    p.present = vec![true; 3];
+    p.direct = vec![Some(t0); 3];
+    while p.poll_transmit(t0).is_some() {}
+    p.queue_direct(
+        1,
+        t0,
+        &Control::Reach { hears: 0b111 },
+        Duration::from_secs(1),
+    );
+    let sent = |p: &mut CelerityPeer, at: Time, from: usize| {
+        p.on_control(from, at, Control::AskAlone);
+        let mut out = Vec::new();
+        while let Some(t) = p.poll_transmit(at) {
+            let control = match wire::parse(&t.payload).unwrap() {
+                Packet::Control { control, .. } => Some(control),
+                _ => None,
+            };
+            out.push((t.to, control));
+        }
+        out
+    };
+    let out = sent(&mut p, t0, 1);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, p.cfg.participants[1]);
+    assert_eq!(out[0].1, Some(vec![Control::Alone]));
+    assert!(!p.outgoing[1].pending.is_empty(), "the rest still waits");
+    let later = |ms: u64| t0 + Duration::from_millis(ms);
+    assert!(sent(&mut p, later(400), 1).is_empty());
+    assert_eq!(sent(&mut p, later(500), 1).len(), 1);
+    assert_eq!(sent(&mut p, later(500), 2).len(), 1, "per link");
+    assert_eq!(p.counters().alone_sent, 3);
+    // Link 2 down (nothing heard from it for long).
+    p.direct[2] = None;
+    assert!(sent(&mut p, later(1500), 2).is_empty());
+}
+
 /// News of a route change (`CelerityParams::route_news`). Peer 0 of four,
 /// running, hears members 1 and 2 directly, not 3. A route change read on
 /// its link from 1 goes to 1 and 2 as news (with the change's window
@@ -4994,26 +5193,15 @@ fn news_of_a_route_change_goes_to_the_members_heard_and_opens_their_windows() {
 #[test]
 fn a_shorter_route_opens_the_changes_window() {
     let open_after = |c: &CelerityConfig, measured_s: u64, control_ms: u64, data_ms: u64| {
-        let mut peer = crossing_peer(c);
-        peer.start(Time::ZERO);
-        let mut seq = 0u16;
-        let mut packet = |peer: &mut CelerityPeer, at_ms: u64, data: bool, owd_ms: u64| {
-            let this = seq;
-            seq = seq.wrapping_add(1);
-            arrive(peer, this, at_ms, data, owd_ms);
-        };
-        let t0 = 100_000;
-        let end = t0 + 1000 * measured_s;
-        for at in (t0..end).step_by(200) {
-            packet(&mut peer, at, false, 40);
-            packet(&mut peer, at + 100, true, 60);
-        }
-        packet(&mut peer, end, false, 40 - control_ms);
-        packet(&mut peer, end + 100, true, 60 - data_ms);
-        let now = Time::from_millis(end + 100);
-        peer.direct = vec![Some(now); 3];
-        peer.control_tick(now);
-        let open = peer.quick_until.saturating_since(now);
+        let end = 100_000 + 1000 * measured_s;
+        let mut link = Link1::measured(c, end);
+        link.packet(end, false, 40 - control_ms);
+        link.packet(end + 100, true, 60 - data_ms);
+        link.tick(end + 100);
+        let peer = &link.peer;
+        let open = peer
+            .quick_until
+            .saturating_since(Time::from_millis(end + 100));
         assert_eq!(
             peer.counters().paths_shorter,
             u64::from(open > Duration::ZERO)

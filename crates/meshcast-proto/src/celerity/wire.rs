@@ -182,6 +182,16 @@ pub enum Control {
     /// `CelerityParams::route_news`). No body; a body a later version adds
     /// is ignored.
     RouteChanged,
+    /// Tail → head: "send me a control packet alone": the tail read a data
+    /// packet from the head faster than any before (a route that may have
+    /// become shorter, see `CelerityParams::ask_alone`), and a shorter
+    /// route is read only from a control packet that came alone too. No
+    /// body; a body a later version adds is ignored.
+    AskAlone,
+    /// Head → tail: the control packet a [`Control::AskAlone`] asked for,
+    /// sent alone at once. It says nothing else: its one-way delay is what
+    /// the tail measures. No body; a body a later version adds is ignored.
+    Alone,
     /// The members whose packets the sender receives directly (bit `i` =
     /// member `i`'s overlay link to the sender is alive). Neighbours use it
     /// to pick a relay for control that cannot go direct.
@@ -365,6 +375,8 @@ const TLV_KEYFRAME: u8 = 11;
 const TLV_RECEPTION: u8 = 12;
 const TLV_RETRANSMIT: u8 = 13;
 const TLV_ROUTE: u8 = 14;
+const TLV_ASK_ALONE: u8 = 15;
+const TLV_ALONE: u8 = 16;
 
 /// The most bytes a [`Control::ReceptionReport`] carries: a message body
 /// holds 255, one of which names the session (an RTCP receiver report with
@@ -688,6 +700,8 @@ fn parse_tlvs(mut buf: &[u8], outer: bool) -> Result<Vec<Control>, CelerityWireE
             }),
             TLV_BYE => out.push(Control::Bye),
             TLV_ROUTE => out.push(Control::RouteChanged),
+            TLV_ASK_ALONE => out.push(Control::AskAlone),
+            TLV_ALONE => out.push(Control::Alone),
             TLV_REACH => {
                 if len != 2 {
                     return Err(CelerityWireError::Invalid("reach length"));
@@ -810,6 +824,8 @@ pub fn emit_control(c: &Control, out: &mut Vec<u8>) {
         Control::Hello { running: true } => out.extend_from_slice(&[TLV_HELLO, 1, 1]),
         Control::Bye => out.extend_from_slice(&[TLV_BYE, 0]),
         Control::RouteChanged => out.extend_from_slice(&[TLV_ROUTE, 0]),
+        Control::AskAlone => out.extend_from_slice(&[TLV_ASK_ALONE, 0]),
+        Control::Alone => out.extend_from_slice(&[TLV_ALONE, 0]),
         Control::Reach { hears } => {
             out.extend_from_slice(&[TLV_REACH, 2]);
             out.extend_from_slice(&hears.to_be_bytes());
@@ -876,7 +892,8 @@ fn emit_carried(out: &mut Vec<u8>, tlv: u8, session: u8, rtcp: &[u8]) {
 
 fn supersede_key(tlv: &[u8]) -> Option<(u8, u8)> {
     match tlv.first().copied()? {
-        TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS | TLV_ROUTE => Some((tlv[0], 0)),
+        TLV_RATE | TLV_REACH | TLV_LOSS | TLV_SERIAL | TLV_SERIALS | TLV_ROUTE | TLV_ASK_ALONE
+        | TLV_ALONE => Some((tlv[0], 0)),
         TLV_STATE | TLV_SESSION | TLV_KEYFRAME => tlv.get(2).map(|&s| (tlv[0], s)),
         _ => None,
     }
@@ -1265,6 +1282,26 @@ mod tests {
         assert_eq!(pending, [TLV_BYE, 0, TLV_ROUTE, 0]);
     }
 
+    /// A request for a control packet alone and its answer are two bytes
+    /// each with no body, and ones with a body (from a later version) say
+    /// the same; a newer request waiting to be sent replaces the older.
+    #[test]
+    fn asking_for_a_control_packet_alone_is_a_bare_message() {
+        let mut out = Vec::new();
+        emit_control(&Control::AskAlone, &mut out);
+        emit_control(&Control::Alone, &mut out);
+        assert_eq!(out, [TLV_ASK_ALONE, 0, TLV_ALONE, 0]);
+        assert_eq!(
+            parse_control(&[TLV_ASK_ALONE, 1, 9, TLV_ALONE, 3, 1, 2, 3]).unwrap(),
+            vec![Control::AskAlone, Control::Alone]
+        );
+        let mut pending = Vec::new();
+        queue_superseding(&Control::AskAlone, &mut pending, true);
+        queue_superseding(&Control::Bye, &mut pending, true);
+        queue_superseding(&Control::AskAlone, &mut pending, true);
+        assert_eq!(pending, [TLV_BYE, 0, TLV_ASK_ALONE, 0]);
+    }
+
     /// A four-member conference's header: one-byte masks, 24 bytes after
     /// IP/UDP for a leaf (with the common and link headers), 2 more per
     /// tree entry and 1 for the control length when control rides along.
@@ -1587,6 +1624,8 @@ mod tests {
             },
             Control::Bye,
             Control::RouteChanged,
+            Control::AskAlone,
+            Control::Alone,
             Control::Reach { hears: 0b1011 },
             Control::LinkLoss { loss: 3277 },
             Control::Serialisation { per_byte: 1333 },
