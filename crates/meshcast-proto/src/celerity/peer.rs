@@ -2848,9 +2848,7 @@ impl Incoming {
         let ask = ask
             && full
             && recent(self.fell_at[1])
-            && self
-                .asked_alone_at
-                .is_none_or(|t| now.saturating_since(t) >= ASK_ALONE_GAP);
+            && heartbeat_due(self.asked_alone_at, now, ASK_ALONE_GAP);
         if ask {
             self.asked_alone_at = Some(now);
             self.ask_alone_due = true;
@@ -4235,11 +4233,8 @@ impl CelerityPeer {
     /// [`CelerityParams::ask_alone`]): send one at once, holding nothing
     /// else, on a live link, at most once every [`ALONE_GAP`].
     fn answer_alone(&mut self, v: usize, now: Time) {
-        let o = &self.outgoing[v];
-        let recent = o
-            .alone_at
-            .is_some_and(|t| now.saturating_since(t) < ALONE_GAP);
-        if recent || !self.present[v] || !self.link_up(v, now) {
+        let due = heartbeat_due(self.outgoing[v].alone_at, now, ALONE_GAP);
+        if !due || !self.present[v] || !self.link_up(v, now) {
             return;
         }
         self.outgoing[v].alone_at = Some(now);
